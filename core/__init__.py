@@ -1,0 +1,1 @@
+"""Platform-free agent core: messages, sessions, turns, model clients and the SessionDB."""

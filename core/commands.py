@@ -1,0 +1,112 @@
+"""Chat commands, handled in the core before the model, the same on every platform.
+
+A command is a registry entry; adapters (Discord slash commands, Telegram's command
+menu) generate their own lists from ``CommandRegistry.all()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.store.records import InboxItem
+
+
+@dataclass(frozen=True, slots=True)
+class CommandReply:
+    """What a command answers, and whether it ended the chat's session."""
+
+    text: str
+    end_session_reason: str | None = None
+
+
+class CommandHost(Protocol):
+    """What command handlers may ask of the core."""
+
+    async def describe_status(self, item: InboxItem) -> str: ...
+
+    def command_help(self) -> str: ...
+
+
+CommandHandler = Callable[[CommandHost, InboxItem, str], Awaitable[CommandReply]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    summary: str
+    handler: CommandHandler
+    aliases: tuple[str, ...] = ()
+
+
+class CommandRegistry:
+    """Commands by name and alias."""
+
+    def __init__(self) -> None:
+        self._commands: list[Command] = []
+        self._by_name: dict[str, Command] = {}
+
+    def register(self, command: Command) -> None:
+        for name in (command.name, *command.aliases):
+            if name in self._by_name:
+                raise ValueError(f"command /{name} is already registered")
+            self._by_name[name] = command
+        self._commands.append(command)
+
+    def all(self) -> list[Command]:
+        return list(self._commands)
+
+    def parse(self, text: str) -> tuple[Command, str] | None:
+        """The command ``text`` invokes and its argument text, or None for a plain message.
+
+        ``/cmd@botname`` is accepted; an unknown ``/word`` is a plain message, so paths
+        like ``/etc/hosts`` still reach the model.
+        """
+        stripped = text.strip()
+        if not stripped.startswith("/"):
+            return None
+        head, _, rest = stripped[1:].partition(" ")
+        name = head.split("@", 1)[0].lower()
+        command = self._by_name.get(name)
+        return (command, rest.strip()) if command is not None else None
+
+    def help_text(self) -> str:
+        lines = ["Commands:"]
+        for c in self._commands:
+            names = " ".join(f"/{n}" for n in (c.name, *c.aliases))
+            lines.append(f"{names} - {c.summary}")
+        return "\n".join(lines)
+
+
+async def _new(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+    return CommandReply(
+        "Started a new session. Earlier messages stay searchable but are no longer in context.",
+        end_session_reason="new",
+    )
+
+
+async def _status(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+    return CommandReply(await host.describe_status(item))
+
+
+async def _help(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+    return CommandReply(host.command_help())
+
+
+async def _stop_when_idle(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+    # /stop is acted on as it arrives (see Conversations.accept); reaching the queue
+    # means it was recovered after a restart, when nothing can be running.
+    return CommandReply("Nothing is running.")
+
+
+STOP = "stop"
+
+
+def builtin_commands() -> CommandRegistry:
+    registry = CommandRegistry()
+    registry.register(Command("new", "end this session and start a fresh one", _new, ("reset",)))
+    registry.register(Command("status", "session, model and usage of this chat", _status))
+    registry.register(Command(STOP, "cancel the reply being worked on", _stop_when_idle))
+    registry.register(Command("help", "list the commands", _help))
+    return registry

@@ -1,0 +1,343 @@
+"""Conversations: from an accepted inbound message to stored, queued replies.
+
+This is the core's front door. ``accept`` commits a message to the inbox and queues
+it on its session's lane; ``handle`` runs a chat command or a model turn for it and
+commits the outcome (transcript, replies, inbox status) in one transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+
+from core.clock import Clock
+from core.commands import STOP, Command, CommandRegistry
+from core.errors import ModelError, ModelRequestError, RateLimited
+from core.messages import InboundMessage, OutboundMessage
+from core.models.base import ChatMessage
+from core.prompt.builder import PromptBuilder, PromptContext
+from core.router import SessionRouter
+from core.session_key import session_key
+from core.stats import CoreStats
+from core.store.db import SessionDB
+from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
+from core.tasks import TaskSet
+from core.tools import ToolContext
+from core.turn import TurnResult, TurnRunner, to_chat
+
+log = logging.getLogger(__name__)
+
+Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
+SystemMessageFor = Callable[[InboundMessage], str | None]
+
+
+@dataclass(slots=True)
+class _SessionState:
+    row: SessionRow
+    history: list[ChatMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSettings:
+    group_sessions_per_user: bool = True
+    idle_worker_seconds: float = 300.0
+    session_cache_size: int = 4096
+
+
+class Conversations:
+    """See the module docstring. Use as an async context manager."""
+
+    def __init__(
+        self,
+        db: SessionDB,
+        runner: TurnRunner,
+        prompts: PromptBuilder,
+        commands: CommandRegistry,
+        clock: Clock,
+        settings: ConversationSettings,
+        *,
+        system_message_for: SystemMessageFor = lambda _msg: None,
+    ) -> None:
+        self.db = db
+        self.runner = runner
+        self.commands = commands
+        self.stats = CoreStats()
+        self._prompts = prompts
+        self._clock = clock
+        self._settings = settings
+        self._system_message_for = system_message_for
+        self._deliverers: list[Deliver] = []
+        self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
+        self._tasks = TaskSet("conversations")
+        self.router = SessionRouter(
+            self._handle, self._cancelled, idle_seconds=settings.idle_worker_seconds
+        )
+
+    async def __aenter__(self) -> Conversations:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._tasks.close()
+        await self.router.close()
+
+    def on_replies(self, deliver: Deliver) -> None:
+        """Call ``deliver`` with every batch of replies once it is committed."""
+        self._deliverers.append(deliver)
+
+    # ingress
+    async def accept(self, msg: InboundMessage) -> Accepted:
+        """Commit ``msg`` to the inbox and queue it; a redelivery is not queued again."""
+        key = session_key(msg, group_sessions_per_user=self._settings.group_sessions_per_user)
+        accepted = await self.db.accept(msg, key)
+        if not accepted.created:
+            self.stats.duplicates[msg.platform] += 1
+            return accepted
+        self.stats.inbound[msg.platform] += 1
+        self._dispatch(accepted.item)
+        return accepted
+
+    async def recover(self) -> int:
+        """Queue every message accepted before a restart but never processed."""
+        items = await self.db.pending_inbox()
+        for item in items:
+            self._dispatch(item)
+        if items:
+            log.info("recovered %d unprocessed inbound messages", len(items))
+        return len(items)
+
+    async def replies(self, item: InboxItem) -> list[OutboundMessage]:
+        """Wait for ``item``'s turn (if it is still running) and return its replies."""
+        if self.router.in_flight(item.id):
+            return await self.router.watch(item.id)
+        return await self.db.replies_for(item.id)
+
+    def _dispatch(self, item: InboxItem) -> None:
+        parsed = self.commands.parse(item.message.text)
+        if parsed is not None and parsed[0].name == STOP:
+            # /stop jumps the queue: it must reach the turn it is meant to cancel.
+            self.router.watch(item.id)
+            self._tasks.spawn(self._stop(item), name=f"stop:{item.session_key}")
+            return
+        self.router.submit(item)
+
+    # processing
+    async def _handle(self, item: InboxItem) -> list[OutboundMessage]:
+        started = self._clock.now()
+        parsed = self.commands.parse(item.message.text)
+        if parsed is not None:
+            return await self._command(item, *parsed)
+        state = await self._session_for(item)
+        try:
+            result = await self._run_turn(state, item)
+        except ModelError as exc:
+            log.warning("turn %s failed: %s", item.id, exc.__class__.__name__)
+            return await self._fail(item, state, failure_reply(exc), repr(exc), started)
+        except Exception as exc:  # the one boundary where any bug becomes a clean reply
+            log.exception("turn %s crashed", item.id)
+            text = "Sorry, something went wrong on my side and this message was not answered."
+            return await self._fail(item, state, text, repr(exc), started)
+        return await self._complete(item, state, result, started)
+
+    async def _run_turn(self, state: _SessionState, item: InboxItem) -> TurnResult:
+        msg = item.message
+        user = NewMessage(
+            role="user",
+            content=msg.text,
+            created_at=msg.received_at,
+            platform_message_id=msg.platform_message_id,
+        )
+        ctx = ToolContext(
+            session_id=state.row.id,
+            session_key=item.session_key,
+            platform=msg.platform,
+            chat_id=msg.chat_id,
+            user_id=msg.user_id,
+        )
+        return await self.runner.run(
+            system=state.row.system_prompt, history=state.history, user=user, ctx=ctx
+        )
+
+    async def _complete(
+        self, item: InboxItem, state: _SessionState, result: TurnResult, started: float
+    ) -> list[OutboundMessage]:
+        now = self._clock.now()
+        outcome = TurnOutcome(
+            item=item,
+            status="done",
+            processed_at=now,
+            session_id=state.row.id,
+            messages=result.messages,
+            replies=[result.reply] if result.reply.strip() else [],
+            tool_calls=result.tool_calls,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+        )
+        replies = await self._finish(outcome)
+        state.history = result.api_view
+        state.row = dataclasses.replace(
+            state.row,
+            turn_count=state.row.turn_count + 1,
+            message_count=state.row.message_count + len(result.messages),
+            last_active_at=now,
+        )
+        self.stats.observe_turn("done", now - started)
+        return replies
+
+    async def _fail(
+        self, item: InboxItem, state: _SessionState, reply: str, error: str, started: float
+    ) -> list[OutboundMessage]:
+        now = self._clock.now()
+        outcome = TurnOutcome(
+            item=item,
+            status="failed",
+            processed_at=now,
+            session_id=state.row.id,
+            replies=[reply],
+            error=error[:2000],
+        )
+        self.stats.observe_turn("failed", now - started)
+        return await self._finish(outcome)
+
+    async def _cancelled(self, item: InboxItem) -> list[OutboundMessage]:
+        state = self._sessions.get(item.session_key)
+        outcome = TurnOutcome(
+            item=item,
+            status="cancelled",
+            processed_at=self._clock.now(),
+            session_id=state.row.id if state else None,
+            error="stopped by /stop",
+        )
+        self.stats.turns["cancelled"] += 1
+        return await self._finish(outcome)
+
+    async def _stop(self, item: InboxItem) -> None:
+        stopped = self.router.cancel(item.session_key)
+        text = "Stopped." if stopped else "Nothing is running."
+        outcome = TurnOutcome(
+            item=item, status="done", processed_at=self._clock.now(), replies=[text]
+        )
+        self.stats.commands[STOP] += 1
+        replies = await self._finish(outcome)
+        self.router.resolve(item.id, replies)
+
+    async def _command(self, item: InboxItem, command: Command, args: str) -> list[OutboundMessage]:
+        self.stats.commands[command.name] += 1
+        reply = await command.handler(self, item, args)
+        state = self._sessions.get(item.session_key)
+        if state is None and reply.end_session_reason is not None:
+            row = await self.db.active_session(item.session_key)
+            state = _SessionState(row, []) if row is not None else None
+        outcome = TurnOutcome(
+            item=item,
+            status="done",
+            processed_at=self._clock.now(),
+            session_id=state.row.id if state else None,
+            replies=[reply.text],
+            end_session_reason=reply.end_session_reason if state else None,
+        )
+        replies = await self._finish(outcome)
+        if reply.end_session_reason is not None:
+            self._sessions.pop(item.session_key, None)
+        return replies
+
+    async def _finish(self, outcome: TurnOutcome) -> list[OutboundMessage]:
+        replies = await self.db.finish_turn(outcome)
+        for deliver in self._deliverers:
+            await deliver(replies)
+        return replies
+
+    # sessions
+    async def _session_for(self, item: InboxItem) -> _SessionState:
+        key = item.session_key
+        state = self._sessions.get(key)
+        if state is not None:
+            self._sessions.move_to_end(key)
+            return state
+        row = await self.db.active_session(key) or await self._open_session(item)
+        history = [to_chat(m) for m in await self.db.history(row.id)]
+        state = self._sessions[key] = _SessionState(row, history)
+        while len(self._sessions) > self._settings.session_cache_size:
+            self._sessions.popitem(last=False)
+        return state
+
+    async def _open_session(self, item: InboxItem) -> SessionRow:
+        msg = item.message
+        now = self._clock.now()
+        stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%d_%H%M%S")
+        session_id = f"{stamp}_{secrets.token_hex(4)}"
+        model = self.runner.model
+        parts = self._prompts.build(
+            PromptContext(
+                session_id=session_id,
+                platform=msg.platform,
+                provider=model.provider,
+                model=model.model,
+                started_at=now,
+                tool_names=self.runner.tools.names(),
+                system_message=self._system_message_for(msg),
+            )
+        )
+        new = SessionRow(
+            id=session_id,
+            session_key=item.session_key,
+            platform=msg.platform,
+            chat_id=msg.chat_id,
+            thread_id=msg.thread_id,
+            user_id=msg.user_id,
+            route=msg.route,
+            started_at=now,
+            last_active_at=now,
+            provider=model.provider,
+            model=model.model,
+            system_prompt=parts.join(),
+            prompt_tiers=parts.sizes(),
+        )
+        return await self.db.open_session(new)
+
+    # CommandHost
+    async def describe_status(self, item: InboxItem) -> str:
+        state = self._sessions.get(item.session_key)
+        row = state.row if state else await self.db.active_session(item.session_key)
+        model = self.runner.model
+        lines = []
+        if row is None:
+            lines.append("Session: none yet (your next message starts one)")
+        else:
+            started = datetime.fromtimestamp(row.started_at, tz=UTC)
+            tiers = row.prompt_tiers or {}
+            lines += [
+                f"Session: {row.id}",
+                f"Started: {started:%Y-%m-%d %H:%M} UTC",
+                f"Turns: {row.turn_count} (messages: {row.message_count})",
+                "Prompt: " + ", ".join(f"{k} {v} B" for k, v in tiers.items()),
+            ]
+        lines.append(f"Model: {model.model} (provider: {model.provider})")
+        if model.provider == "offline":
+            lines.append(
+                "No model is configured; set OPENAI_BASE_URL, OPENAI_API_KEY and "
+                "CHATGATE_MODEL (or ANTHROPIC_API_KEY) and restart."
+            )
+        return "\n".join(lines)
+
+    def command_help(self) -> str:
+        return self.commands.help_text()
+
+
+def failure_reply(exc: ModelError) -> str:
+    """One line a person can act on when the model could not answer."""
+    if isinstance(exc, RateLimited):
+        return "The model provider is rate-limiting requests; please try again in a minute."
+    if isinstance(exc, ModelRequestError):
+        return "The model provider refused the request; an administrator should check the logs."
+    return "The model provider is not answering right now; please try again shortly."

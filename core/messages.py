@@ -1,0 +1,60 @@
+"""What crosses the boundary between adapters and the core.
+
+An adapter turns a platform event into an ``InboundMessage`` and hands it to the
+inbox; the core answers with ``OutboundMessage`` values that the adapter owning the
+chat delivers. Neither side sees the other's library types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with a message, already downloaded to ``path``."""
+
+    path: str
+    mime_type: str = "application/octet-stream"
+    name: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One message from a person, normalized by its adapter.
+
+    ``dedup_key`` is unique per platform: a redelivery of the same platform message
+    carries the same key and yields no second turn. ``route`` names the webhook
+    route (or other adapter-specific channel) the message came through.
+    """
+
+    platform: str
+    chat_id: str
+    user_id: str
+    text: str
+    platform_message_id: str
+    dedup_key: str
+    received_at: float
+    thread_id: str | None = None
+    user_name: str | None = None
+    route: str | None = None
+    reply_to: str | None = None
+    addressed: bool = True
+    is_group: bool = False
+    attachments: tuple[Attachment, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundMessage:
+    """One reply for a chat, as stored in the outbox (``id`` is its outbox id)."""
+
+    id: int
+    platform: str
+    chat_id: str
+    text: str
+    session_id: str | None = None
+    thread_id: str | None = None
+    reply_to: str | None = None
+    inbox_id: int | None = None
+    created_at: float = 0.0

@@ -1,0 +1,104 @@
+"""The model protocol: messages and tool schemas in, one assistant message out.
+
+Every provider (``openai``, ``anthropic``, ``offline``) implements ``ModelClient``.
+Providers translate their SDK's errors into ``core.errors`` types at this boundary;
+retries live in ``core.models.retrying`` so every provider shares one policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+TextSink = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One conversation message in provider-neutral form (the system prompt is separate)."""
+
+    role: Role
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: its name, a description and a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything one model call needs.
+
+    ``system`` is sent byte for byte as stored on the session. ``on_text`` receives
+    text deltas when the provider streams.
+    """
+
+    system: str
+    messages: Sequence[ChatMessage]
+    tools: Sequence[ToolSpec] = ()
+    on_text: TextSink | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """The assistant's answer: text, tool calls, or both."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """Provider settings, mapped from the gateway's configuration."""
+
+    provider: Literal["offline", "openai", "anthropic"] = "offline"
+    model: str = ""
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_seconds: float = 60.0
+    max_retries: int = 3
+    retry_base_seconds: float = 0.5
+    retry_max_seconds: float = 30.0
+    stream: bool = False
+    max_tokens: int = 4096
+
+
+class ModelClient(Protocol):
+    """A model provider."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Answer one request or raise a ``core.errors.ModelError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

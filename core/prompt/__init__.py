@@ -1,0 +1,1 @@
+"""Building the session's frozen system prompt."""

@@ -1,0 +1,131 @@
+"""SessionRouter: exactly one turn at a time per session key, in arrival order.
+
+Each key gets a lane: a FIFO of inbox items and one worker task that drains it.
+Lanes of different keys run concurrently; a lane's worker exits when its queue has
+been empty for ``idle_seconds``. ``cancel`` stops the item a lane is running (for
+``/stop``) without touching what is queued behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.messages import OutboundMessage
+from core.store.records import InboxItem
+from core.tasks import TaskSet
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[InboxItem], Coroutine[Any, Any, list[OutboundMessage]]]
+CancelHandler = Callable[[InboxItem], Coroutine[Any, Any, list[OutboundMessage]]]
+
+
+@dataclass(slots=True)
+class _Lane:
+    queue: deque[InboxItem] = field(default_factory=deque)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    current: asyncio.Task[list[OutboundMessage]] | None = None
+    stop_requested: bool = False
+
+
+class SessionRouter:
+    """Per-key ordering with concurrency across keys; see the module docstring."""
+
+    def __init__(
+        self, handle: Handler, on_cancelled: CancelHandler, *, idle_seconds: float = 300.0
+    ) -> None:
+        self._handle = handle
+        self._on_cancelled = on_cancelled
+        self._idle = idle_seconds
+        self._lanes: dict[str, _Lane] = {}
+        self._waiters: dict[int, asyncio.Future[list[OutboundMessage]]] = {}
+        self._tasks = TaskSet("lane")
+
+    def submit(self, item: InboxItem) -> None:
+        """Queue ``item`` behind earlier items of its session key."""
+        self.watch(item.id)
+        lane = self._lanes.get(item.session_key)
+        if lane is None:
+            lane = self._lanes[item.session_key] = _Lane()
+            self._tasks.spawn(self._drain(item.session_key, lane), name=item.session_key)
+        lane.queue.append(item)
+        lane.wakeup.set()
+
+    def watch(self, inbox_id: int) -> asyncio.Future[list[OutboundMessage]]:
+        """A future resolved with the replies once ``inbox_id`` has been processed."""
+        future = self._waiters.get(inbox_id)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self._waiters[inbox_id] = future
+        return future
+
+    def in_flight(self, inbox_id: int) -> bool:
+        return inbox_id in self._waiters
+
+    def cancel(self, key: str) -> bool:
+        """Cancel the item running for ``key``; True if there was one."""
+        lane = self._lanes.get(key)
+        if lane is None or lane.current is None or lane.current.done():
+            return False
+        lane.stop_requested = True
+        lane.current.cancel()
+        return True
+
+    @property
+    def active_lanes(self) -> int:
+        return len(self._lanes)
+
+    @property
+    def queued(self) -> int:
+        return sum(len(lane.queue) for lane in self._lanes.values())
+
+    async def close(self) -> None:
+        """Stop every lane; unfinished items stay pending in the inbox for next start."""
+        await self._tasks.close()
+        for future in self._waiters.values():
+            future.cancel()
+        self._waiters.clear()
+
+    async def _drain(self, key: str, lane: _Lane) -> None:
+        try:
+            while True:
+                if not lane.queue:
+                    lane.wakeup.clear()
+                    try:
+                        await asyncio.wait_for(lane.wakeup.wait(), self._idle)
+                    except TimeoutError:
+                        if not lane.queue:
+                            return
+                    continue
+                await self._process(lane, lane.queue.popleft())
+        finally:
+            if self._lanes.get(key) is lane:
+                del self._lanes[key]
+
+    async def _process(self, lane: _Lane, item: InboxItem) -> None:
+        lane.stop_requested = False
+        lane.current = asyncio.get_running_loop().create_task(self._handle(item))
+        try:
+            replies = await lane.current
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if (task is not None and task.cancelling()) or not lane.stop_requested:
+                raise
+            replies = await self._on_cancelled(item)
+        except Exception:  # the handler records its own failures; reaching here is a bug
+            log.exception("turn for inbox %s crashed", item.id)
+            replies = []
+        finally:
+            lane.current = None
+        self.resolve(item.id, replies)
+
+    def resolve(self, inbox_id: int, replies: list[OutboundMessage]) -> None:
+        """Hand ``replies`` to whoever watches ``inbox_id``."""
+        future = self._waiters.pop(inbox_id, None)
+        if future is not None and not future.done():
+            future.set_result(replies)

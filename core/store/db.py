@@ -1,0 +1,120 @@
+"""SessionDB: the one door to durable state. Writes go through the group writer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+
+from sqlalchemy import text
+
+from core.messages import InboundMessage, OutboundMessage
+from core.store import inbox as inbox_ops
+from core.store import outbox as outbox_ops
+from core.store import sessions as session_ops
+from core.store.engine import Engines, create_engines
+from core.store.records import Accepted, InboxItem, SessionRow, StoredMessage, TurnOutcome
+from core.store.turns import write_turn
+from core.store.writer import GroupWriter, T, WriteOp
+
+
+class SessionDB:
+    """Sessions, transcripts, inbox and outbox of one chatgate profile.
+
+    Use as an async context manager; the schema must already be migrated.
+    """
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
+        self.engines: Engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
+        self._writer = GroupWriter(self.engines.write, max_batch=max_batch)
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> SessionDB:
+        try:
+            await self._stack.enter_async_context(self._writer)
+        except BaseException:
+            await self.engines.dispose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self._stack.aclose()
+        finally:
+            await self.engines.dispose()
+
+    @property
+    def commits(self) -> int:
+        """Write transactions committed so far (for metrics)."""
+        return self._writer.commits
+
+    async def write(self, op: WriteOp[T]) -> T:
+        """Run a write operation in the next group-committed transaction."""
+        return await self._writer.run(op)
+
+    async def ping(self) -> None:
+        """Raise if the database cannot be reached."""
+        async with self.engines.read.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    # inbox
+    async def accept(self, msg: InboundMessage, key: str) -> Accepted:
+        return await self.write(lambda c: inbox_ops.accept(c, msg, key))
+
+    async def pending_inbox(self) -> list[InboxItem]:
+        async with self.engines.read.connect() as conn:
+            return await inbox_ops.pending(conn)
+
+    async def inbox_item(self, inbox_id: int) -> InboxItem | None:
+        async with self.engines.read.connect() as conn:
+            return await inbox_ops.get(conn, inbox_id)
+
+    # sessions
+    async def active_session(self, key: str) -> SessionRow | None:
+        async with self.engines.read.connect() as conn:
+            return await session_ops.active(conn, key)
+
+    async def session(self, session_id: str) -> SessionRow | None:
+        async with self.engines.read.connect() as conn:
+            return await session_ops.get(conn, session_id)
+
+    async def recent_sessions(self, limit: int = 20) -> list[SessionRow]:
+        async with self.engines.read.connect() as conn:
+            return await session_ops.recent(conn, limit)
+
+    async def open_session(self, new: SessionRow) -> SessionRow:
+        return await self.write(lambda c: session_ops.open_session(c, new))
+
+    async def history(self, session_id: str) -> list[StoredMessage]:
+        async with self.engines.read.connect() as conn:
+            return await session_ops.history(conn, session_id)
+
+    # turns and replies
+    async def finish_turn(self, outcome: TurnOutcome) -> list[OutboundMessage]:
+        return await self.write(lambda c: write_turn(c, outcome))
+
+    async def replies_for(self, inbox_id: int) -> list[OutboundMessage]:
+        async with self.engines.read.connect() as conn:
+            return await outbox_ops.for_inbox(conn, inbox_id)
+
+    async def replies_after(
+        self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int = 100
+    ) -> list[OutboundMessage]:
+        async with self.engines.read.connect() as conn:
+            return await outbox_ops.for_chat_after(
+                conn, platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
+            )
+
+    async def pending_replies(self, platform: str, limit: int = 100) -> list[OutboundMessage]:
+        async with self.engines.read.connect() as conn:
+            return await outbox_ops.pending_for(conn, platform, limit)
+
+    async def mark_delivered(
+        self, ids: Sequence[int], at: float, platform_ids: Sequence[str | None] = ()
+    ) -> None:
+        await self.write(lambda c: outbox_ops.mark_delivered(c, ids, at, platform_ids))

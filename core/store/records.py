@@ -1,0 +1,106 @@
+"""Plain values read from and written to the SessionDB."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.messages import InboundMessage
+
+InboxStatus = Literal["pending", "done", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One session: a stretch of a chat's conversation with one stored system prompt."""
+
+    id: str
+    session_key: str
+    platform: str
+    chat_id: str
+    started_at: float
+    last_active_at: float
+    provider: str
+    model: str
+    system_prompt: str
+    thread_id: str | None = None
+    user_id: str | None = None
+    route: str | None = None
+    parent_session_id: str | None = None
+    ended_at: float | None = None
+    end_reason: str | None = None
+    prompt_tiers: dict[str, int] | None = None
+    message_count: int = 0
+    turn_count: int = 0
+    tool_call_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A transcript message as the model saw it."""
+
+    id: int
+    role: str
+    content: str | None
+    api_content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A transcript message to write."""
+
+    role: str
+    content: str | None
+    created_at: float
+    api_content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    platform_message_id: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """An accepted inbound message waiting for (or done with) its turn."""
+
+    id: int
+    session_key: str
+    message: InboundMessage
+    status: InboxStatus = "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """The result of offering a message to the inbox; ``created`` is False for a redelivery."""
+
+    item: InboxItem
+    created: bool
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """Everything one turn writes, committed in one transaction.
+
+    A failed or cancelled turn carries no transcript messages: the DB never holds
+    half a turn, and the inbox row keeps the user's text.
+    """
+
+    item: InboxItem
+    status: InboxStatus
+    processed_at: float
+    session_id: str | None = None
+    messages: list[NewMessage] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    error: str | None = None
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    end_session_reason: str | None = None

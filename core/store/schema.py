@@ -1,0 +1,135 @@
+"""SessionDB tables as SQLAlchemy Core metadata.
+
+The Alembic migrations in ``migrations/versions`` create exactly these tables; this
+module is what the store code writes with. Timestamps are unix seconds (REAL), which
+are portable, cheap to compare and cheap to write.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+metadata = MetaData()
+
+# SQLite needs INTEGER PRIMARY KEY for rowid autoincrement; Postgres gets BIGINT.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("session_key", String(512), nullable=False),
+    Column("platform", String(32), nullable=False),
+    Column("chat_id", String(255), nullable=False),
+    Column("thread_id", String(255)),
+    Column("user_id", String(255)),
+    Column("route", String(255)),
+    Column("parent_session_id", String(64), ForeignKey("sessions.id")),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("end_reason", String(32)),
+    Column("last_active_at", Float, nullable=False),
+    Column("provider", String(32), nullable=False),
+    Column("model", String(255), nullable=False),
+    Column("system_prompt", Text, nullable=False),
+    Column("prompt_tiers", JSON),
+    Column("title", String(255)),
+    Column("message_count", Integer, nullable=False, server_default="0"),
+    Column("turn_count", Integer, nullable=False, server_default="0"),
+    Column("tool_call_count", Integer, nullable=False, server_default="0"),
+    Column("input_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("output_tokens", BigInteger, nullable=False, server_default="0"),
+    # One active session per key: enforced by the database, so replicas cannot race.
+    Index(
+        "ux_sessions_active_key",
+        "session_key",
+        unique=True,
+        sqlite_where=text("ended_at IS NULL"),
+        postgresql_where=text("ended_at IS NULL"),
+    ),
+    Index("ix_sessions_key_started", "session_key", "started_at"),
+    Index("ix_sessions_parent", "parent_session_id"),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("session_id", String(64), ForeignKey("sessions.id"), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("content", Text),
+    # The exact bytes sent to the model when they differ from ``content``.
+    Column("api_content", Text),
+    Column("tool_calls", JSON),
+    Column("tool_call_id", String(255)),
+    Column("tool_name", String(255)),
+    Column("platform_message_id", String(255)),
+    Column("created_at", Float, nullable=False),
+    Column("finish_reason", String(32)),
+    Column("input_tokens", Integer),
+    Column("output_tokens", Integer),
+    Index("ix_messages_session_id", "session_id", "id"),
+)
+
+inbox = Table(
+    "inbox",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("platform", String(32), nullable=False),
+    Column("dedup_key", String(512), nullable=False),
+    Column("platform_message_id", String(255), nullable=False),
+    Column("route", String(255)),
+    Column("chat_id", String(255), nullable=False),
+    Column("thread_id", String(255)),
+    Column("user_id", String(255), nullable=False),
+    Column("user_name", String(255)),
+    Column("text", Text, nullable=False),
+    Column("payload", JSON),
+    Column("session_key", String(512), nullable=False),
+    # pending -> done | failed | cancelled
+    Column("status", String(16), nullable=False),
+    Column("received_at", Float, nullable=False),
+    Column("processed_at", Float),
+    Column("session_id", String(64)),
+    Column("error", Text),
+    UniqueConstraint("platform", "dedup_key", name="ux_inbox_dedup"),
+    Index("ix_inbox_status", "status", "id"),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("inbox_id", IdType, ForeignKey("inbox.id")),
+    Column("session_id", String(64)),
+    Column("platform", String(32), nullable=False),
+    Column("route", String(255)),
+    Column("chat_id", String(255), nullable=False),
+    Column("thread_id", String(255)),
+    Column("reply_to", String(255)),
+    Column("text", Text, nullable=False),
+    # pending -> delivered | failed
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("created_at", Float, nullable=False),
+    Column("delivered_at", Float),
+    Column("platform_message_id", String(255)),
+    Column("error", Text),
+    Index("ix_outbox_chat", "platform", "chat_id", "id"),
+    Index("ix_outbox_inbox", "inbox_id"),
+    Index("ix_outbox_status", "status", "id"),
+)

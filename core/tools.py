@@ -1,0 +1,76 @@
+"""The tool registry: what the model may call during a turn.
+
+Later capabilities (memory, session search, skills, cron) register their tools here;
+the turn loop only knows this registry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from core.models.base import ToolCall, ToolSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Who is calling: the session and chat a tool call belongs to."""
+
+    session_id: str
+    session_key: str
+    platform: str
+    chat_id: str
+    user_id: str
+
+
+class Tool(Protocol):
+    """A tool the model can call. ``call`` returns the JSON text the model reads."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+class ToolRegistry:
+    """Tools by name, in registration order."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> None:
+        name = tool.spec.name
+        if name in self._tools:
+            raise ValueError(f"tool {name!r} is already registered")
+        self._tools[name] = tool
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec for t in self._tools.values()]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    async def run(self, call: ToolCall, ctx: ToolContext) -> str:
+        """Run one call; any failure becomes an error payload the model can act on."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return _error(f"Unknown tool {call.name!r}. Available: {', '.join(self._tools)}")
+        try:
+            args = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return _error(f"Arguments are not valid JSON: {exc.msg} at position {exc.pos}")
+        if not isinstance(args, dict):
+            return _error("Arguments must be a JSON object")
+        try:
+            return await tool.call(args, ctx)
+        except Exception as exc:  # a broken tool must not end the turn
+            log.exception("tool %s failed", call.name)
+            return _error(f"{call.name} failed: {exc.__class__.__name__}: {exc}")
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message})

@@ -1,0 +1,205 @@
+"""Typed settings: ``$CHATGATE_HOME/config.yaml`` first, environment variables over it.
+
+Every setting has a safe default, so an empty home directory starts the gateway on
+SQLite, the webhook adapter and the offline model. ``load_settings`` raises
+``ConfigError`` naming the first invalid key in dotted form.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from core.errors import ConfigError
+from core.models.base import ModelConfig
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class DatabaseSettings(_Section):
+    # Empty means SQLite at $CHATGATE_HOME/state.db.
+    url: str = ""
+    busy_timeout_ms: int = Field(default=5000, ge=0)
+    # Group commit: how many queued writes share one transaction at most.
+    max_batch: int = Field(default=256, ge=1, le=10_000)
+
+    @field_validator("url")
+    @classmethod
+    def _known_driver(cls, value: str) -> str:
+        allowed = ("sqlite", "postgresql", "postgres")
+        if value and value.split(":", 1)[0].split("+", 1)[0] not in allowed:
+            raise ValueError("must be a sqlite:// or postgresql:// URL")
+        return value
+
+
+class ModelSettings(_Section):
+    provider: Literal["auto", "offline", "openai", "anthropic"] = "auto"
+    name: str = ""
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    retry_base_seconds: float = Field(default=0.5, ge=0)
+    retry_max_seconds: float = Field(default=30.0, ge=0)
+    stream: bool = False
+    max_tokens: int = Field(default=4096, ge=1)
+
+
+class WebhookRoute(_Section):
+    secret: SecretStr | None = None
+    system_message: str | None = None
+
+
+class WebhookSettings(_Section):
+    enabled: bool = True
+    secret: SecretStr | None = None
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_skew_seconds: int = Field(default=300, ge=1)
+    wait_timeout_seconds: float = Field(default=120.0, gt=0)
+    routes: dict[str, WebhookRoute] = Field(default_factory=dict)
+
+
+class SessionSettings(_Section):
+    group_sessions_per_user: bool = True
+    max_iterations: int = Field(default=20, ge=1, le=200)
+    idle_worker_seconds: float = Field(default=300.0, gt=0)
+
+
+class PromptSettings(_Section):
+    identity: str = ""
+
+
+class Settings(_Section):
+    """The whole configuration of one chatgate profile."""
+
+    home: Path
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
+    prompt: PromptSettings = Field(default_factory=PromptSettings)
+
+    @property
+    def database_url(self) -> str:
+        return self.database.url or f"sqlite+aiosqlite:///{self.home / 'state.db'}"
+
+    def model_config_for_core(self) -> ModelConfig:
+        """Resolve ``model.provider: auto`` and map the settings onto ``ModelConfig``."""
+        m = self.model
+        provider = m.provider
+        if provider == "auto":
+            provider = _auto_provider(m)
+        key = m.anthropic_api_key if provider == "anthropic" else m.api_key
+        return ModelConfig(
+            provider=provider,
+            model=m.name or _default_model(provider),
+            base_url=m.base_url,
+            api_key=key.get_secret_value() if key else None,
+            timeout_seconds=m.timeout_seconds,
+            max_retries=m.max_retries,
+            retry_base_seconds=m.retry_base_seconds,
+            retry_max_seconds=m.retry_max_seconds,
+            stream=m.stream,
+            max_tokens=m.max_tokens,
+        )
+
+
+def _auto_provider(m: ModelSettings) -> Literal["offline", "openai", "anthropic"]:
+    if m.base_url or m.api_key:
+        return "openai"
+    if m.anthropic_api_key:
+        return "anthropic"
+    return "offline"
+
+
+def _default_model(provider: str) -> str:
+    return {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}.get(provider, "offline")
+
+
+# Environment variable -> dotted setting. Env wins over config.yaml.
+ENV_OVERRIDES: dict[str, str] = {
+    "CHATGATE_HOST": "server.host",
+    "CHATGATE_PORT": "server.port",
+    "CHATGATE_LOG_LEVEL": "server.log_level",
+    "CHATGATE_DATABASE_URL": "database.url",
+    "CHATGATE_MODEL": "model.name",
+    "CHATGATE_MODEL_PROVIDER": "model.provider",
+    "OPENAI_BASE_URL": "model.base_url",
+    "OPENAI_API_KEY": "model.api_key",
+    "ANTHROPIC_API_KEY": "model.anthropic_api_key",
+    "CHATGATE_WEBHOOK_SECRET": "webhook.secret",
+}
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("CHATGATE_HOME") or Path.home() / ".chatgate").expanduser()
+
+
+def load_settings(home: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Read ``config.yaml`` under ``home`` and apply environment overrides."""
+    env = os.environ if env is None else env
+    home = (home or default_home()).expanduser().resolve()
+    data = _read_yaml(home / "config.yaml")
+    for name, dotted in ENV_OVERRIDES.items():
+        value = env.get(name)
+        if value:
+            _set_dotted(data, dotted, value)
+    data["home"] = home
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(str(path), f"not valid YAML{where}") from None
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot be read: {exc.strerror}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(str(path), "must be a mapping of settings")
+    return loaded
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[leaf] = value
+
+
+def _config_error(exc: ValidationError) -> ConfigError:
+    first = exc.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "config"
+    reason = first["msg"]
+    if first["type"] == "extra_forbidden":
+        reason = "unknown setting"
+    return ConfigError(key, reason)

@@ -1,0 +1,24 @@
+"""Alembic environment: runs on the connection ``migrations.runner`` hands over."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from core.store.schema import metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("run migrations through `chatgate db upgrade`, not bare alembic")
+_run(connection)

@@ -1,0 +1,41 @@
+"""Apply the Alembic migrations to a SessionDB, at start-up and from ``chatgate db``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_HERE))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str | None:
+    """The newest revision this build of chatgate knows."""
+    return ScriptDirectory.from_config(_config()).get_current_head()
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Bring the schema up to ``revision`` (idempotent)."""
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.upgrade(_config(sync), revision))
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    """The revision the database is at, or None before the first migration."""
+    async with engine.connect() as conn:
+        return await conn.run_sync(
+            lambda sync: MigrationContext.configure(sync).get_current_revision()
+        )
