@@ -11,13 +11,14 @@ import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
 from core.clock import Clock
 from core.commands import STOP, Command, CommandRegistry
+from core.delivery_log import DeliveryLog
 from core.errors import ModelError, ModelRequestError, RateLimited
 from core.messages import InboundMessage, OutboundMessage
 from core.models.base import ChatMessage
@@ -26,7 +27,14 @@ from core.router import SessionRouter
 from core.session_key import session_key
 from core.stats import CoreStats
 from core.store.db import SessionDB
-from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
+from core.store.records import (
+    Accepted,
+    InboxItem,
+    NewMessage,
+    SessionRow,
+    TurnOutcome,
+    TurnReplies,
+)
 from core.tasks import TaskSet
 from core.tools import ToolContext
 from core.turn import TurnResult, TurnRunner, to_chat
@@ -75,6 +83,7 @@ class Conversations:
         self._deliverers: list[Deliver] = []
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
         self._tasks = TaskSet("conversations")
+        self._delivery_log = DeliveryLog(db, clock)
         self.router = SessionRouter(
             self._handle, self._cancelled, idle_seconds=settings.idle_worker_seconds
         )
@@ -90,6 +99,7 @@ class Conversations:
     ) -> None:
         await self._tasks.close()
         await self.router.close()
+        await self._delivery_log.close()
 
     def on_replies(self, deliver: Deliver) -> None:
         """Call ``deliver`` with every batch of replies once it is committed."""
@@ -116,11 +126,21 @@ class Conversations:
             log.info("recovered %d unprocessed inbound messages", len(items))
         return len(items)
 
-    async def replies(self, item: InboxItem) -> list[OutboundMessage]:
+    async def replies(self, item: InboxItem) -> TurnReplies:
         """Wait for ``item``'s turn (if it is still running) and return its replies."""
         if self.router.in_flight(item.id):
             return await self.router.watch(item.id)
-        return await self.db.replies_for(item.id)
+        return TurnReplies(item.session_id, await self.db.replies_for(item.id))
+
+    async def replies_after(
+        self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int
+    ) -> list[OutboundMessage]:
+        return await self.db.replies_after(
+            platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
+        )
+
+    def delivered(self, ids: Sequence[int]) -> None:
+        self._delivery_log.note(ids)
 
     def _dispatch(self, item: InboxItem) -> None:
         parsed = self.commands.parse(item.message.text)
@@ -132,7 +152,7 @@ class Conversations:
         self.router.submit(item)
 
     # processing
-    async def _handle(self, item: InboxItem) -> list[OutboundMessage]:
+    async def _handle(self, item: InboxItem) -> TurnReplies:
         started = self._clock.now()
         parsed = self.commands.parse(item.message.text)
         if parsed is not None:
@@ -170,7 +190,7 @@ class Conversations:
 
     async def _complete(
         self, item: InboxItem, state: _SessionState, result: TurnResult, started: float
-    ) -> list[OutboundMessage]:
+    ) -> TurnReplies:
         now = self._clock.now()
         outcome = TurnOutcome(
             item=item,
@@ -196,7 +216,7 @@ class Conversations:
 
     async def _fail(
         self, item: InboxItem, state: _SessionState, reply: str, error: str, started: float
-    ) -> list[OutboundMessage]:
+    ) -> TurnReplies:
         now = self._clock.now()
         outcome = TurnOutcome(
             item=item,
@@ -209,7 +229,7 @@ class Conversations:
         self.stats.observe_turn("failed", now - started)
         return await self._finish(outcome)
 
-    async def _cancelled(self, item: InboxItem) -> list[OutboundMessage]:
+    async def _cancelled(self, item: InboxItem) -> TurnReplies:
         state = self._sessions.get(item.session_key)
         outcome = TurnOutcome(
             item=item,
@@ -231,7 +251,7 @@ class Conversations:
         replies = await self._finish(outcome)
         self.router.resolve(item.id, replies)
 
-    async def _command(self, item: InboxItem, command: Command, args: str) -> list[OutboundMessage]:
+    async def _command(self, item: InboxItem, command: Command, args: str) -> TurnReplies:
         self.stats.commands[command.name] += 1
         reply = await command.handler(self, item, args)
         state = self._sessions.get(item.session_key)
@@ -251,11 +271,11 @@ class Conversations:
             self._sessions.pop(item.session_key, None)
         return replies
 
-    async def _finish(self, outcome: TurnOutcome) -> list[OutboundMessage]:
+    async def _finish(self, outcome: TurnOutcome) -> TurnReplies:
         replies = await self.db.finish_turn(outcome)
         for deliver in self._deliverers:
             await deliver(replies)
-        return replies
+        return TurnReplies(outcome.session_id, replies)
 
     # sessions
     async def _session_for(self, item: InboxItem) -> _SessionState:

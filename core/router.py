@@ -15,21 +15,20 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.messages import OutboundMessage
-from core.store.records import InboxItem
+from core.store.records import InboxItem, TurnReplies
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[InboxItem], Coroutine[Any, Any, list[OutboundMessage]]]
-CancelHandler = Callable[[InboxItem], Coroutine[Any, Any, list[OutboundMessage]]]
+Handler = Callable[[InboxItem], Coroutine[Any, Any, TurnReplies]]
+CancelHandler = Callable[[InboxItem], Coroutine[Any, Any, TurnReplies]]
 
 
 @dataclass(slots=True)
 class _Lane:
     queue: deque[InboxItem] = field(default_factory=deque)
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
-    current: asyncio.Task[list[OutboundMessage]] | None = None
+    current: asyncio.Task[TurnReplies] | None = None
     stop_requested: bool = False
 
 
@@ -43,7 +42,7 @@ class SessionRouter:
         self._on_cancelled = on_cancelled
         self._idle = idle_seconds
         self._lanes: dict[str, _Lane] = {}
-        self._waiters: dict[int, asyncio.Future[list[OutboundMessage]]] = {}
+        self._waiters: dict[int, asyncio.Future[TurnReplies]] = {}
         self._tasks = TaskSet("lane")
 
     def submit(self, item: InboxItem) -> None:
@@ -56,7 +55,7 @@ class SessionRouter:
         lane.queue.append(item)
         lane.wakeup.set()
 
-    def watch(self, inbox_id: int) -> asyncio.Future[list[OutboundMessage]]:
+    def watch(self, inbox_id: int) -> asyncio.Future[TurnReplies]:
         """A future resolved with the replies once ``inbox_id`` has been processed."""
         future = self._waiters.get(inbox_id)
         if future is None:
@@ -119,12 +118,12 @@ class SessionRouter:
             replies = await self._on_cancelled(item)
         except Exception:  # the handler records its own failures; reaching here is a bug
             log.exception("turn for inbox %s crashed", item.id)
-            replies = []
+            replies = TurnReplies(item.session_id, [])
         finally:
             lane.current = None
         self.resolve(item.id, replies)
 
-    def resolve(self, inbox_id: int, replies: list[OutboundMessage]) -> None:
+    def resolve(self, inbox_id: int, replies: TurnReplies) -> None:
         """Hand ``replies`` to whoever watches ``inbox_id``."""
         future = self._waiters.pop(inbox_id, None)
         if future is not None and not future.done():

@@ -7,7 +7,9 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 
 from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
+from core.errors import StoreError
 from core.messages import InboundMessage, OutboundMessage
 from core.store import inbox as inbox_ops
 from core.store import outbox as outbox_ops
@@ -59,8 +61,11 @@ class SessionDB:
 
     async def ping(self) -> None:
         """Raise if the database cannot be reached."""
-        async with self.engines.read.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        try:
+            async with self.engines.read.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except (SQLAlchemyError, OSError) as exc:
+            raise StoreError(f"SessionDB unreachable: {exc.__class__.__name__}") from exc
 
     # inbox
     async def accept(self, msg: InboundMessage, key: str) -> Accepted:

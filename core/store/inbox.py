@@ -95,4 +95,10 @@ def item_from_row(row: Row[Any]) -> InboxItem:
         is_group=bool(payload.get("is_group", False)),
         attachments=attachments,
     )
-    return InboxItem(id=row.id, session_key=row.session_key, message=msg, status=row.status)
+    return InboxItem(
+        id=row.id,
+        session_key=row.session_key,
+        message=msg,
+        status=row.status,
+        session_id=row.session_id,
+    )

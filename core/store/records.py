@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.messages import InboundMessage
+from core.messages import InboundMessage, OutboundMessage
 
 InboxStatus = Literal["pending", "done", "failed", "cancelled"]
 
@@ -75,6 +75,15 @@ class InboxItem:
     session_key: str
     message: InboundMessage
     status: InboxStatus = "pending"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReplies:
+    """What processing one inbox item produced: its session and its queued replies."""
+
+    session_id: str | None
+    replies: list[OutboundMessage]
 
 
 @dataclass(frozen=True, slots=True)

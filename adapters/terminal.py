@@ -1,0 +1,63 @@
+"""Terminal adapter: ``chatgate chat``, the quickest way to talk to the agent."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import secrets
+import time
+from collections.abc import Callable
+
+from core.inbox import Inbox
+from core.messages import InboundMessage, OutboundMessage
+
+Printer = Callable[[str], None]
+
+
+class TerminalAdapter:
+    """Reads lines from the terminal and prints replies (push delivery)."""
+
+    name = "terminal"
+    push = True
+
+    def __init__(self, *, chat_id: str = "local", printer: Printer = print) -> None:
+        self._chat_id = chat_id
+        self._user = getpass.getuser()
+        self._print = printer
+        self._inbox: Inbox | None = None
+
+    async def start(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+
+    async def stop(self) -> None:
+        self._inbox = None
+
+    async def send(self, msg: OutboundMessage) -> str | None:
+        self._print(msg.text)
+        return None
+
+    async def say(self, text: str) -> None:
+        """Send one line as the user and wait until its replies have been printed."""
+        if self._inbox is None:
+            raise RuntimeError("the terminal adapter is not started")
+        message_id = f"{time.time_ns()}-{secrets.token_hex(3)}"
+        msg = InboundMessage(
+            platform=self.name,
+            chat_id=self._chat_id,
+            user_id=self._user,
+            user_name=self._user,
+            text=text,
+            platform_message_id=message_id,
+            dedup_key=f"{self._chat_id}:{message_id}",
+            received_at=time.time(),
+        )
+        accepted = await self._inbox.accept(msg)
+        await self._inbox.replies(accepted.item)
+
+
+async def read_line(prompt: str) -> str | None:
+    """One line from stdin without blocking the event loop; None at end of input."""
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        return None

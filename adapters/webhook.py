@@ -1,0 +1,282 @@
+"""Webhook adapter: any system that can POST JSON talks to the agent.
+
+``POST /webhook/{route}`` accepts ``{"chat_id", "user_id", "text", "message_id"?,
+"user_name"?, "thread_id"?}``. The message is committed to the inbox before any
+answer; by default the request then waits for the turn and returns its replies,
+with ``?wait=false`` it answers 202 and the replies are read from
+``GET /webhook/{route}/chats/{chat_id}/replies?after=<cursor>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
+from core.inbox import Inbox
+from core.messages import InboundMessage, OutboundMessage
+from core.store.records import InboxItem
+
+ROUTE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ID_MAX = 255
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookOptions:
+    """Webhook settings as the adapter needs them (mapped from the gateway config)."""
+
+    secret: str | None = field(default=None, repr=False)
+    route_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+    max_body_bytes: int = 1_048_576
+    max_skew_seconds: float = 300.0
+    wait_timeout_seconds: float = 120.0
+
+
+class WebhookMessage(BaseModel):
+    """The JSON body of ``POST /webhook/{route}``."""
+
+    chat_id: str = Field(min_length=1, max_length=ID_MAX)
+    user_id: str = Field(min_length=1, max_length=ID_MAX)
+    text: str = Field(min_length=1)
+    message_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX)
+    user_name: str | None = Field(default=None, max_length=ID_MAX)
+    thread_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX)
+
+    @field_validator("chat_id", "user_id", "message_id", "thread_id", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: Any) -> Any:
+        # Integer ids are common (Telegram-style); bools are a client bug, not ids.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+
+class WebhookReply(BaseModel):
+    text: str
+
+
+class WebhookTurn(BaseModel):
+    session_id: str | None
+    message_id: str
+    replies: list[WebhookReply]
+
+
+class WebhookQueued(BaseModel):
+    message_id: str
+    status: str = "queued"
+
+
+class PulledReply(BaseModel):
+    id: int
+    text: str
+    session_id: str | None
+    message_id: str | None
+    created_at: float
+
+
+class PulledReplies(BaseModel):
+    replies: list[PulledReply]
+    cursor: int
+
+
+class _HTTPProblem(Exception):
+    def __init__(self, status: int, error: str, **extra: Any) -> None:
+        super().__init__(error)
+        self.status = status
+        self.body = {"error": error, **extra}
+
+
+class WebhookAdapter:
+    """Pull adapter for HTTP webhooks; see the module docstring."""
+
+    name = "webhook"
+    push = False
+
+    def __init__(self, options: WebhookOptions, *, now: Callable[[], float] = time.time) -> None:
+        self.options = options
+        self._now = now
+        self._inbox: Inbox | None = None
+        self.router = self._build_router()
+
+    async def start(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+
+    async def stop(self) -> None:
+        self._inbox = None
+
+    async def send(self, msg: OutboundMessage) -> str | None:
+        raise RuntimeError("webhook replies are pulled, never pushed")
+
+    # HTTP
+    def _build_router(self) -> APIRouter:
+        router = APIRouter(tags=["webhook"])
+        router.add_api_route(
+            "/webhook/{route}",
+            self.post_message,
+            methods=["POST"],
+            response_model=WebhookTurn,
+            responses={202: {"model": WebhookQueued}, 401: {}, 413: {}, 422: {}},
+            openapi_extra={
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": WebhookMessage.model_json_schema()}},
+                }
+            },
+            summary="Send a chat message to the agent",
+        )
+        router.add_api_route(
+            "/webhook/{route}/chats/{chat_id}/replies",
+            self.get_replies,
+            methods=["GET"],
+            response_model=PulledReplies,
+            summary="Read replies for a chat after a cursor",
+        )
+        return router
+
+    async def post_message(
+        self, route: str, request: Request, wait: Annotated[bool, Query()] = True
+    ) -> JSONResponse:
+        """Accept one message; with ``wait`` (default) answer with the turn's replies."""
+        try:
+            inbox = self._require_inbox()
+            body = await self._read_body(route, request)
+            msg = self._inbound(route, _parse(body))
+            accepted = await inbox.accept(msg)
+        except _HTTPProblem as problem:
+            return JSONResponse(problem.body, status_code=problem.status)
+        queued = WebhookQueued(message_id=msg.platform_message_id).model_dump()
+        if not wait:
+            return JSONResponse(queued, status_code=202)
+        turn = await self._wait(inbox, accepted.item)
+        if turn is None:
+            return JSONResponse(queued, status_code=202)
+        return JSONResponse(turn.model_dump())
+
+    async def get_replies(
+        self,
+        route: str,
+        chat_id: str,
+        request: Request,
+        after: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    ) -> JSONResponse:
+        """Replies for ``chat_id`` with an id above ``after``; ``cursor`` is the next ``after``."""
+        try:
+            inbox = self._require_inbox()
+            await self._read_body(route, request)
+        except _HTTPProblem as problem:
+            return JSONResponse(problem.body, status_code=problem.status)
+        replies = await inbox.replies_after(
+            platform=self.name, route=route, chat_id=chat_id, after=after, limit=limit
+        )
+        inbox.delivered([r.id for r in replies])
+        pulled = PulledReplies(
+            replies=[
+                PulledReply(
+                    id=r.id,
+                    text=r.text,
+                    session_id=r.session_id,
+                    message_id=r.reply_to,
+                    created_at=r.created_at,
+                )
+                for r in replies
+            ],
+            cursor=replies[-1].id if replies else after,
+        )
+        return JSONResponse(pulled.model_dump())
+
+    async def _wait(self, inbox: Inbox, item: InboxItem) -> WebhookTurn | None:
+        try:
+            turn = await asyncio.wait_for(
+                asyncio.shield(inbox.replies(item)), self.options.wait_timeout_seconds
+            )
+        except TimeoutError:
+            return None
+        if item.status == "pending" and not turn.replies and turn.session_id is None:
+            return None  # a redelivery of a message still waiting its turn elsewhere
+        inbox.delivered([r.id for r in turn.replies])
+        return WebhookTurn(
+            session_id=turn.session_id,
+            message_id=item.message.platform_message_id,
+            replies=[WebhookReply(text=r.text) for r in turn.replies],
+        )
+
+    def _require_inbox(self) -> Inbox:
+        if self._inbox is None:
+            raise _HTTPProblem(503, "the gateway is starting or stopping; retry shortly")
+        return self._inbox
+
+    async def _read_body(self, route: str, request: Request) -> bytes:
+        if not ROUTE_PATTERN.match(route):
+            raise _HTTPProblem(404, "unknown route: use letters, digits, '.', '_' or '-'")
+        body = await _read_capped(request, self.options.max_body_bytes)
+        secret = self.options.route_secrets.get(route) or self.options.secret
+        if secret:
+            try:
+                verify(
+                    secret,
+                    timestamp=request.headers.get(TIMESTAMP_HEADER),
+                    signature=request.headers.get(SIGNATURE_HEADER),
+                    body=body,
+                    now=self._now(),
+                    max_skew=self.options.max_skew_seconds,
+                )
+            except SignatureError as exc:
+                raise _HTTPProblem(401, str(exc)) from None
+        return body
+
+    def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
+        message_id = body.message_id or f"auto-{secrets.token_hex(12)}"
+        return InboundMessage(
+            platform=self.name,
+            route=route,
+            chat_id=body.chat_id,
+            user_id=body.user_id,
+            user_name=body.user_name,
+            thread_id=body.thread_id,
+            text=body.text,
+            platform_message_id=message_id,
+            # Message ids are only unique within a chat of a route.
+            dedup_key=json.dumps([route, body.chat_id, message_id]),
+            received_at=self._now(),
+        )
+
+
+async def _read_capped(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _HTTPProblem(413, f"body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _HTTPProblem(413, f"body is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes) -> WebhookMessage:
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _HTTPProblem(422, f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _HTTPProblem(422, "body must be a JSON object")
+    try:
+        return WebhookMessage.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or "body"
+        reason = "is required" if first["type"] == "missing" else first["msg"]
+        raise _HTTPProblem(422, f"field '{name}' {reason}", field=name) from None

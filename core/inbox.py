@@ -1,0 +1,31 @@
+"""What an adapter sees of the core: the ``Inbox`` it feeds and reads replies from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from core.messages import InboundMessage, OutboundMessage
+from core.store.records import Accepted, InboxItem, TurnReplies
+
+
+class Inbox(Protocol):
+    """The core's front door, as adapters use it."""
+
+    async def accept(self, msg: InboundMessage) -> Accepted:
+        """Commit ``msg`` durably and queue it for its session; safe to call twice."""
+        ...
+
+    async def replies(self, item: InboxItem) -> TurnReplies:
+        """Wait for ``item`` to be processed and return its replies."""
+        ...
+
+    async def replies_after(
+        self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int
+    ) -> list[OutboundMessage]:
+        """Replies for one chat with an outbox id above ``after`` (pull delivery)."""
+        ...
+
+    def delivered(self, ids: Sequence[int]) -> None:
+        """Record, soon and in bulk, that these replies reached the person."""
+        ...

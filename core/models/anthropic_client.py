@@ -1,0 +1,228 @@
+"""The ``anthropic`` provider: the Messages API, with the system prompt cached.
+
+The system prompt goes out as one text block marked ``cache_control: ephemeral``.
+Anthropic caches the prefix up to that mark (tools, then system), and chatgate's
+system prompt is a frozen per-session snapshot, so every turn after the first
+reads that prefix from the cache.
+
+Conversions: tool calls become ``tool_use`` blocks on the assistant message; tool
+results become ``tool_result`` blocks, and consecutive results are merged into one
+user message as the API expects. Stop reasons are reported in the OpenAI vocabulary
+(``stop``, ``tool_calls``, ``length``) so callers see one set of words.
+
+Errors map like the openai provider's: 429 -> RateLimited(retry_after), 5xx and
+connection failures -> ProviderUnavailable, timeouts and 408 -> ModelTimeout, other
+4xx -> ModelRequestError. The SDK's retries are off; ``core.models.retrying`` retries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import cast
+
+import anthropic
+from anthropic.types import (
+    Message,
+    MessageParam,
+    TextBlock,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlock,
+    ToolUseBlockParam,
+)
+
+from core.errors import (
+    ConfigError,
+    ModelError,
+    ModelRequestError,
+    ModelTimeout,
+    ProviderUnavailable,
+    RateLimited,
+)
+from core.models.base import ChatMessage, ModelConfig, ModelReply, ModelRequest, ToolCall, ToolSpec
+from core.retry import retry_after_from_headers
+
+PROVIDER = "anthropic"
+
+_FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+
+
+def system_blocks(system: str) -> list[TextBlockParam]:
+    """The system prompt as one cacheable text block (none when it is empty)."""
+    if not system:
+        return []
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
+    """Tool specs in Anthropic's shape (``input_schema`` holds the JSON schema)."""
+    return [
+        {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+        for tool in tools
+    ]
+
+
+def to_anthropic_messages(messages: Sequence[ChatMessage]) -> list[MessageParam]:
+    """Chat messages as Anthropic messages, merging runs of tool results."""
+    wire: list[MessageParam] = []
+    results: list[ToolResultBlockParam] = []
+    for message in messages:
+        if message.role == "tool":
+            results.append(_tool_result(message))
+            continue
+        if results:
+            wire.append({"role": "user", "content": results})
+            results = []
+        converted = _to_anthropic_message(message)
+        if converted is not None:
+            wire.append(converted)
+    if results:
+        wire.append({"role": "user", "content": results})
+    return wire
+
+
+def _tool_result(message: ChatMessage) -> ToolResultBlockParam:
+    if message.tool_call_id is None:
+        raise ValueError("a tool message needs the tool_call_id it answers")
+    return {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": message.content or "",
+    }
+
+
+def _to_anthropic_message(message: ChatMessage) -> MessageParam | None:
+    if message.role == "user":
+        return {"role": "user", "content": message.content or ""}
+    blocks: list[TextBlockParam | ToolUseBlockParam] = []
+    # The API rejects empty text blocks, so an assistant turn that only called
+    # tools carries just its tool_use blocks.
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(_tool_use(call) for call in message.tool_calls)
+    if not blocks:
+        return None
+    return {"role": "assistant", "content": blocks}
+
+
+def _tool_use(call: ToolCall) -> ToolUseBlockParam:
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
+
+
+def tool_input(call: ToolCall) -> dict[str, object]:
+    """A tool call's JSON arguments as the object Anthropic wants.
+
+    History written by another provider may hold arguments that are not a JSON
+    object; they are kept under ``"arguments"`` rather than dropped.
+    """
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return {"arguments": call.arguments}
+    if isinstance(parsed, dict):
+        return cast(dict[str, object], parsed)
+    return {"arguments": parsed}
+
+
+def reply_from_message(message: Message) -> ModelReply:
+    """A ``ModelReply`` from an Anthropic message."""
+    texts = [block.text for block in message.content if isinstance(block, TextBlock)]
+    calls = tuple(
+        ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input))
+        for block in message.content
+        if isinstance(block, ToolUseBlock)
+    )
+    usage = message.usage
+    # input_tokens excludes cached tokens; the neutral count is the whole prompt.
+    prompt_tokens = (
+        usage.input_tokens
+        + (usage.cache_read_input_tokens or 0)
+        + (usage.cache_creation_input_tokens or 0)
+    )
+    stop = message.stop_reason
+    return ModelReply(
+        content="".join(texts) if texts else None,
+        tool_calls=calls,
+        finish_reason=_FINISH_REASONS.get(stop, stop) if stop else None,
+        input_tokens=prompt_tokens,
+        output_tokens=usage.output_tokens,
+        model=str(message.model),
+    )
+
+
+def translate_error(exc: anthropic.AnthropicError) -> ModelError:
+    """The ``core.errors`` exception for an SDK error (see the module docstring)."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ModelTimeout("anthropic: the request timed out", provider=PROVIDER)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderUnavailable(f"anthropic: {exc.message}", provider=PROVIDER)
+    if isinstance(exc, anthropic.APIStatusError):
+        return _status_error(exc)
+    return ModelError(f"anthropic: {type(exc).__name__}: {exc}", provider=PROVIDER)
+
+
+def _status_error(exc: anthropic.APIStatusError) -> ModelError:
+    status = exc.status_code
+    message = f"anthropic: HTTP {status}: {exc.api_message or exc.message}"
+    retry_after = retry_after_from_headers(exc.response.headers)
+    if status == 429:
+        return RateLimited(message, provider=PROVIDER, retry_after=retry_after)
+    if status >= 500:
+        return ProviderUnavailable(
+            message, provider=PROVIDER, status=status, retry_after=retry_after
+        )
+    if status == 408:
+        return ModelTimeout(message, provider=PROVIDER, status=status)
+    return ModelRequestError(message, provider=PROVIDER, status=status)
+
+
+class AnthropicModel:
+    """A ``ModelClient`` for Anthropic's Messages API (never streams)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        if not config.api_key:
+            raise ConfigError("model.api_key", "set ANTHROPIC_API_KEY")
+        if not config.model:
+            raise ConfigError("model.model", "set CHATGATE_MODEL to a Claude model name")
+        self._config = config
+        self._client = anthropic.AsyncAnthropic(
+            api_key=config.api_key,
+            base_url=config.base_url,
+            timeout=config.timeout_seconds,
+            max_retries=0,
+        )
+
+    @property
+    def provider(self) -> str:
+        return PROVIDER
+
+    @property
+    def model(self) -> str:
+        return self._config.model
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Send one request; raise a ``core.errors.ModelError`` on failure."""
+        system = system_blocks(request.system)
+        tools = to_anthropic_tools(request.tools)
+        try:
+            message = await self._client.messages.create(
+                model=self._config.model,
+                max_tokens=self._config.max_tokens,
+                system=system or anthropic.omit,
+                messages=to_anthropic_messages(request.messages),
+                tools=tools or anthropic.omit,
+            )
+        except anthropic.AnthropicError as exc:
+            raise translate_error(exc) from exc
+        return reply_from_message(message)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()

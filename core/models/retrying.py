@@ -1,0 +1,94 @@
+"""``RetryingModel``: one retry policy wrapped around any provider.
+
+Providers raise ``TransientModelError`` for failures worth another try (429, 5xx,
+connection errors, timeouts); this wrapper retries those through
+``core.retry.retry_async`` and lets everything else through at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from core.errors import TransientModelError
+from core.models.base import ModelClient, ModelReply, ModelRequest, TextSink
+from core.retry import RetryPolicy, retry_async
+
+_log = logging.getLogger(__name__)
+
+
+class _StreamInterrupted(Exception):
+    """A transient failure after text already reached the caller; not retryable."""
+
+    def __init__(self, cause: TransientModelError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class RetryingModel:
+    """A ``ModelClient`` that retries its inner client's transient errors.
+
+    A streamed call that already passed text to ``request.on_text`` is not retried:
+    a second attempt would send the caller the same words twice. The original
+    error is raised instead.
+    """
+
+    def __init__(self, inner: ModelClient, policy: RetryPolicy) -> None:
+        self._inner = inner
+        self._policy = policy
+
+    @property
+    def provider(self) -> str:
+        return self._inner.provider
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Answer ``request``, retrying transient failures as the policy allows."""
+        try:
+            return await retry_async(
+                lambda: self._attempt(request),
+                policy=self._policy,
+                retry_on=(TransientModelError,),
+                on_retry=self._log_retry,
+            )
+        except _StreamInterrupted as interrupted:
+            raise interrupted.cause from None
+
+    async def _attempt(self, request: ModelRequest) -> ModelReply:
+        sink = _TrackingSink(request.on_text)
+        tracked = request if request.on_text is None else dataclasses.replace(request, on_text=sink)
+        try:
+            return await self._inner.complete(tracked)
+        except TransientModelError as exc:
+            if sink.emitted:
+                raise _StreamInterrupted(exc) from exc
+            raise
+
+    def _log_retry(self, attempt: int, error: BaseException, delay: float) -> None:
+        _log.warning(
+            "model call failed, retrying: provider=%s attempt=%s delay=%.2fs error=%s",
+            self._inner.provider,
+            attempt,
+            delay,
+            type(error).__name__,
+        )
+
+    async def aclose(self) -> None:
+        """Close the inner client."""
+        await self._inner.aclose()
+
+
+class _TrackingSink:
+    """Forwards text deltas and remembers whether any were sent."""
+
+    def __init__(self, sink: TextSink | None) -> None:
+        self._sink = sink
+        self.emitted = False
+
+    async def __call__(self, text: str) -> None:
+        if self._sink is not None:
+            self.emitted = True
+            await self._sink(text)

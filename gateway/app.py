@@ -1,0 +1,97 @@
+"""The FastAPI application: webhook routes, health, readiness and metrics."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from adapters.base import Adapter
+from adapters.webhook import WebhookAdapter, WebhookOptions
+from core.clock import Clock
+from core.errors import StoreError
+from core.models.base import ModelClient
+from core.tools import Tool
+from gateway import metrics
+from gateway.config import Settings
+from gateway.runtime import Gateway, open_gateway
+
+log = logging.getLogger(__name__)
+
+
+def webhook_options(settings: Settings) -> WebhookOptions:
+    hook = settings.webhook
+    return WebhookOptions(
+        secret=hook.secret.get_secret_value() if hook.secret else None,
+        route_secrets={
+            name: route.secret.get_secret_value()
+            for name, route in hook.routes.items()
+            if route.secret is not None
+        },
+        max_body_bytes=hook.max_body_bytes,
+        max_skew_seconds=hook.max_skew_seconds,
+        wait_timeout_seconds=hook.wait_timeout_seconds,
+    )
+
+
+def create_app(
+    settings: Settings,
+    *,
+    tools: Sequence[Tool] = (),
+    clock: Clock | None = None,
+    model: ModelClient | None = None,
+) -> FastAPI:
+    """Build the app; the gateway starts in its lifespan and stops with it."""
+    adapters: list[Adapter] = []
+    webhook = WebhookAdapter(webhook_options(settings)) if settings.webhook.enabled else None
+    if webhook is not None:
+        adapters.append(webhook)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_gateway(settings, adapters, tools=tools, clock=clock, model=model) as gw:
+            app.state.gateway = gw
+            yield
+
+    app = FastAPI(title="chatgate", version="0.1.0", lifespan=lifespan)
+    if webhook is not None:
+        app.include_router(webhook.router)
+    _add_health_routes(app)
+    return app
+
+
+def _gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(_gateway)]
+
+
+def _add_health_routes(app: FastAPI) -> None:
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """The process is alive."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz(gateway: GatewayDep) -> JSONResponse:
+        """The SessionDB answers and every adapter has started."""
+        if not gateway.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        try:
+            await gateway.db.ping()
+        except StoreError as exc:
+            log.warning("readiness check failed: %s", exc.__class__.__name__)
+            return JSONResponse({"status": "database unreachable"}, status_code=503)
+        return JSONResponse({"status": "ready", "adapters": sorted(gateway.adapters)})
+
+    @app.get("/metrics", tags=["health"])
+    async def prometheus_metrics(gateway: GatewayDep) -> Response:
+        """Prometheus metrics."""
+        return Response(metrics.render(gateway), media_type=CONTENT_TYPE_LATEST)

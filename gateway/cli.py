@@ -1,0 +1,200 @@
+"""The ``chatgate`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from core.errors import ChatgateError, ConfigError
+from core.store.db import SessionDB
+from gateway.config import Settings, default_home, load_settings
+from gateway.starter_config import STARTER_CONFIG
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="chatgate: one agent, every chat."
+)
+db_app = typer.Typer(no_args_is_help=True, help="SessionDB schema.")
+sessions_app = typer.Typer(no_args_is_help=True, help="Inspect sessions.")
+app.add_typer(db_app, name="db")
+app.add_typer(sessions_app, name="sessions")
+console = Console()
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    return load_settings()
+
+
+def _configure_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.server.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+@app.command()
+def init(force: Annotated[bool, typer.Option(help="overwrite an existing config")] = False) -> None:
+    """Write a commented starter config.yaml into $CHATGATE_HOME."""
+    home = default_home()
+    path = home / "config.yaml"
+    if path.exists() and not force:
+        err.print(f"{path} already exists (use --force to overwrite)")
+        raise typer.Exit(1)
+    home.mkdir(parents=True, exist_ok=True)
+    path.write_text(STARTER_CONFIG, encoding="utf-8")
+    console.print(f"wrote {path}")
+
+
+@app.command()
+def run() -> None:
+    """Start every enabled adapter and the HTTP server."""
+    import uvicorn
+
+    from gateway.app import create_app
+
+    settings = _settings()
+    _configure_logging(settings)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings),
+            host=settings.server.host,
+            port=settings.server.port,
+            log_level=settings.server.log_level,
+            log_config=None,
+        )
+    )
+    server.run()
+    if not server.started:
+        raise typer.Exit(1)
+
+
+@app.command()
+def chat(
+    chat_id: Annotated[str, typer.Option(help="which terminal conversation to continue")] = "local",
+) -> None:
+    """Talk to the agent in this terminal (same core, same SessionDB)."""
+    from gateway.terminal_chat import run_terminal_chat
+
+    settings = _settings()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    asyncio.run(run_terminal_chat(settings, chat_id))
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply pending migrations."""
+    from gateway.runtime import migrate
+
+    asyncio.run(migrate(_settings()))
+    console.print("database is up to date")
+
+
+@db_app.command("current")
+def db_current() -> None:
+    """Show the schema revision of the database and of this build."""
+    from core.store.engine import create_engines
+    from migrations.runner import current_revision, head_revision
+
+    async def read() -> str | None:
+        engines = create_engines(_settings().database_url)
+        try:
+            return await current_revision(engines.read)
+        finally:
+            await engines.dispose()
+
+    console.print(f"database: {asyncio.run(read()) or 'empty'}  code: {head_revision()}")
+
+
+@sessions_app.command("list")
+def sessions_list(limit: Annotated[int, typer.Option(min=1)] = 20) -> None:
+    """The most recently active sessions."""
+    rows = _with_db(lambda db: db.recent_sessions(limit))
+    table = Table("id", "key", "turns", "last active (UTC)", "ended")
+    for r in rows:
+        table.add_row(
+            r.id, r.session_key, str(r.turn_count), _ts(r.last_active_at), r.end_reason or ""
+        )
+    console.print(table)
+
+
+@sessions_app.command("show")
+def sessions_show(session_id: str) -> None:
+    """One session: its counters, prompt tier sizes and stored system prompt."""
+    row = _with_db(lambda db: db.session(session_id))
+    if row is None:
+        err.print(f"no session {session_id}")
+        raise typer.Exit(1)
+    for name in (
+        "id",
+        "session_key",
+        "platform",
+        "chat_id",
+        "model",
+        "provider",
+        "turn_count",
+        "message_count",
+        "tool_call_count",
+        "input_tokens",
+        "output_tokens",
+        "end_reason",
+        "parent_session_id",
+    ):
+        console.print(f"{name}: {getattr(row, name)}")
+    console.print(f"started_at: {_ts(row.started_at)}")
+    console.print(f"prompt tiers (bytes): {row.prompt_tiers}")
+    console.print("system prompt:", style="bold")
+    console.print(row.system_prompt, markup=False, highlight=False)
+
+
+def _with_db(fn: Callable[[SessionDB], Awaitable[T]]) -> T:
+    from gateway.runtime import migrate
+
+    settings = _settings()
+
+    async def go() -> T:
+        await migrate(settings)
+        async with SessionDB(settings.database_url) as db:
+            return await fn(db)
+
+    return asyncio.run(go())
+
+
+def _ts(value: float) -> str:
+    return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def main() -> None:
+    """Entry point: one line and exit code 2 for configuration errors, never a traceback."""
+    try:
+        app(standalone_mode=False)
+    except ConfigError as exc:
+        print(f"chatgate: invalid configuration: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except ChatgateError as exc:
+        print(f"chatgate: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""``GET /metrics``: Prometheus text built from the core's counters at scrape time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from gateway.runtime import Gateway
+
+
+class _GatewayCollector(Collector):
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+
+    def collect(self) -> Iterator[Metric]:
+        conv = self._gateway.conversations
+        stats = conv.stats
+        yield _counter("chatgate_inbound_messages", "Messages accepted", "platform", stats.inbound)
+        yield _counter(
+            "chatgate_duplicate_messages", "Redeliveries ignored", "platform", stats.duplicates
+        )
+        yield _counter("chatgate_turns", "Turns finished", "status", stats.turns)
+        yield _counter("chatgate_commands", "Chat commands run", "command", stats.commands)
+        turn_time = CounterMetricFamily(
+            "chatgate_turn_seconds", "Time spent in turns (sum)", labels=[]
+        )
+        turn_time.add_metric([], stats.turn_seconds_sum)
+        yield turn_time
+        yield _gauge(
+            "chatgate_active_lanes", "Sessions with a live worker", conv.router.active_lanes
+        )
+        yield _gauge("chatgate_queued_messages", "Messages waiting for a turn", conv.router.queued)
+        yield _gauge(
+            "chatgate_db_commits", "SessionDB write transactions", self._gateway.db.commits
+        )
+
+
+def _counter(name: str, doc: str, label: str, values: dict[str, int]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for key, value in sorted(values.items()):
+        family.add_metric([key], value)
+    return family
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+def render(gateway: Gateway) -> bytes:
+    registry = CollectorRegistry()
+    registry.register(_GatewayCollector(gateway))
+    return generate_latest(registry)

@@ -1,0 +1,133 @@
+"""The running gateway: SessionDB, model, core and adapters, started and stopped as one."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+
+from adapters.base import Adapter
+from core.clock import Clock, SystemClock
+from core.commands import builtin_commands
+from core.conversations import Conversations, ConversationSettings
+from core.messages import InboundMessage
+from core.models.base import ModelClient
+from core.models.factory import build_model_client
+from core.prompt.builder import BasicPromptBuilder
+from core.store.db import SessionDB
+from core.store.engine import create_engines
+from core.tools import Tool, ToolRegistry
+from core.turn import TurnRunner
+from gateway.config import Settings
+from gateway.delivery import PushDelivery
+from migrations.runner import upgrade
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Gateway:
+    """Everything a running gateway holds; built by ``open_gateway``."""
+
+    settings: Settings
+    db: SessionDB
+    conversations: Conversations
+    model: ModelClient
+    adapters: dict[str, Adapter] = field(default_factory=dict)
+    ready: bool = False
+
+
+async def migrate(settings: Settings) -> None:
+    """Bring the SessionDB schema up to date."""
+    engines = create_engines(
+        settings.database_url, busy_timeout_ms=settings.database.busy_timeout_ms
+    )
+    try:
+        await upgrade(engines.write)
+    finally:
+        await engines.dispose()
+
+
+@asynccontextmanager
+async def open_gateway(
+    settings: Settings,
+    adapters: Sequence[Adapter],
+    *,
+    tools: Sequence[Tool] = (),
+    clock: Clock | None = None,
+    model: ModelClient | None = None,
+) -> AsyncIterator[Gateway]:
+    """Migrate, open the SessionDB, start the core and every adapter; undo all on exit."""
+    clock = clock or SystemClock()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    await migrate(settings)
+    async with AsyncExitStack() as stack:
+        db = await stack.enter_async_context(
+            SessionDB(
+                settings.database_url,
+                busy_timeout_ms=settings.database.busy_timeout_ms,
+                max_batch=settings.database.max_batch,
+            )
+        )
+        if model is None:
+            model = build_model_client(settings.model_config_for_core())
+            stack.push_async_callback(model.aclose)
+        _announce_model(model)
+        conversations = await stack.enter_async_context(
+            _conversations(settings, db, model, tools, clock)
+        )
+        gateway = Gateway(settings, db, conversations, model, {a.name: a for a in adapters})
+        delivery = PushDelivery(db, gateway.adapters, clock)
+        conversations.on_replies(delivery.deliver)
+        for adapter in adapters:
+            await adapter.start(conversations)
+            stack.push_async_callback(adapter.stop)
+        await delivery.resend_pending()
+        await conversations.recover()
+        gateway.ready = True
+        try:
+            yield gateway
+        finally:
+            gateway.ready = False
+
+
+def _conversations(
+    settings: Settings,
+    db: SessionDB,
+    model: ModelClient,
+    tools: Sequence[Tool],
+    clock: Clock,
+) -> Conversations:
+    registry = ToolRegistry()
+    for tool in tools:
+        registry.register(tool)
+    runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
+    routes = settings.webhook.routes
+
+    def system_message_for(msg: InboundMessage) -> str | None:
+        route = routes.get(msg.route or "")
+        return route.system_message if route is not None else None
+
+    return Conversations(
+        db,
+        runner,
+        BasicPromptBuilder(settings.prompt.identity),
+        builtin_commands(),
+        clock,
+        ConversationSettings(
+            group_sessions_per_user=settings.sessions.group_sessions_per_user,
+            idle_worker_seconds=settings.sessions.idle_worker_seconds,
+        ),
+        system_message_for=system_message_for,
+    )
+
+
+def _announce_model(model: ModelClient) -> None:
+    if model.provider == "offline":
+        log.warning(
+            "no model is configured: answering with the offline provider. Set "
+            "OPENAI_BASE_URL, OPENAI_API_KEY and CHATGATE_MODEL (or ANTHROPIC_API_KEY)."
+        )
+    else:
+        log.info("model: %s via %s", model.model, model.provider)

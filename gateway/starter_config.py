@@ -1,0 +1,51 @@
+"""The commented config.yaml that ``chatgate init`` writes."""
+
+STARTER_CONFIG = """\
+# chatgate configuration. Every setting is optional; the values shown are the defaults.
+# Environment variables override this file (names in brackets).
+
+server:
+  host: 127.0.0.1          # [CHATGATE_HOST] address the HTTP server binds
+  port: 8080               # [CHATGATE_PORT]
+  log_level: info          # [CHATGATE_LOG_LEVEL] debug | info | warning | error
+
+database:
+  url: ""                  # [CHATGATE_DATABASE_URL] empty: SQLite at $CHATGATE_HOME/state.db;
+                           # postgresql://user@host/db for several replicas
+  busy_timeout_ms: 5000    # SQLite: how long a writer waits for the lock
+  max_batch: 256           # most writes committed together in one transaction
+
+model:
+  provider: auto           # [CHATGATE_MODEL_PROVIDER] auto | offline | openai | anthropic
+                           # auto: openai when OPENAI_BASE_URL or OPENAI_API_KEY is set,
+                           # anthropic when ANTHROPIC_API_KEY is set, else offline
+  name: ""                 # [CHATGATE_MODEL] e.g. gpt-4o-mini, llama3.1, claude-sonnet-4-5
+  base_url: null           # [OPENAI_BASE_URL] any OpenAI-compatible server
+  # api_key: ...           # [OPENAI_API_KEY] prefer the environment for secrets
+  # anthropic_api_key: ... # [ANTHROPIC_API_KEY]
+  timeout_seconds: 60      # per model call
+  max_retries: 3           # on 429, 5xx and timeouts, honouring Retry-After
+  retry_base_seconds: 0.5  # first backoff; doubles each retry, with jitter
+  retry_max_seconds: 30
+  stream: false            # stream tokens from the provider
+  max_tokens: 4096
+
+webhook:
+  enabled: true
+  # secret: ...            # [CHATGATE_WEBHOOK_SECRET] require HMAC-signed requests
+  max_body_bytes: 1048576  # larger bodies get 413
+  max_skew_seconds: 300    # signed requests older or newer than this get 401
+  wait_timeout_seconds: 120  # a waiting request answers 202 after this long
+  routes: {}               # per-route settings, e.g.
+  #   support:
+  #     secret: ...        # overrides the global secret for /webhook/support
+  #     system_message: "You answer customer questions about ACME routers."
+
+sessions:
+  group_sessions_per_user: true  # in group chats, each member gets their own session
+  max_iterations: 20       # model calls per turn before the tool loop gives up
+  idle_worker_seconds: 300 # a chat's worker exits after this long without messages
+
+prompt:
+  identity: ""             # replaces the built-in identity paragraph of the system prompt
+"""
