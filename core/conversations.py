@@ -285,8 +285,9 @@ class Conversations:
             self._sessions.move_to_end(key)
             return state
         row = await self.db.active_session(key) or await self._open_session(item)
-        history = [to_chat(m) for m in await self.db.history(row.id)]
-        state = self._sessions[key] = _SessionState(row, history)
+        # A session opened just now has no transcript to read back.
+        stored = await self.db.history(row.id) if row.message_count else []
+        state = self._sessions[key] = _SessionState(row, [to_chat(m) for m in stored])
         while len(self._sessions) > self._settings.session_cache_size:
             self._sessions.popitem(last=False)
         return state

@@ -1,0 +1,65 @@
+"""Shared fixtures. Every test runs behind a guard that refuses non-loopback connections."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _is_loopback(address: Any) -> bool:
+    if isinstance(address, str | bytes):  # AF_UNIX path
+        return True
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _guarded(real: Any) -> Any:
+    def connect(self: socket.socket, address: Any) -> Any:
+        if not _is_loopback(address):
+            raise AssertionError(f"test tried to reach a non-loopback address: {address!r}")
+        return real(self, address)
+
+    return connect
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(socket.socket, "connect", _guarded(_real_connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded(_real_connect_ex))
+    yield
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh $CHATGATE_HOME with no provider variables leaking in from the shell."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("CHATGATE_HOME", str(path))
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "CHATGATE_MODEL",
+        "CHATGATE_MODEL_PROVIDER",
+        "CHATGATE_WEBHOOK_SECRET",
+        "CHATGATE_DATABASE_URL",
+        "CHATGATE_HOST",
+        "CHATGATE_PORT",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    return path
