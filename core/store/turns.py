@@ -23,9 +23,13 @@ async def write_turn(conn: AsyncConnection, outcome: TurnOutcome) -> list[Outbou
         await conn.execute(messages.insert(), rows)
     if outcome.session_id is not None:
         await _bump_session(conn, outcome)
+    target = inbox.c.id == outcome.item.id
+    if outcome.status == "cancelled":
+        # /stop can race a turn that just committed; a finished turn stays finished.
+        target = target & (inbox.c.status == "pending")
     await conn.execute(
         update(inbox)
-        .where(inbox.c.id == outcome.item.id)
+        .where(target)
         .values(
             status=outcome.status,
             processed_at=outcome.processed_at,
