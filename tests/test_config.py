@@ -1,0 +1,66 @@
+"""Settings: defaults, config.yaml, environment overrides and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.errors import ConfigError
+from gateway.config import load_settings
+
+
+def test_empty_home_gives_safe_defaults(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, {})
+    assert (s.server.host, s.server.port) == ("127.0.0.1", 8080)
+    assert s.database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'state.db'}"
+    assert s.model_config_for_core().provider == "offline"
+
+
+def test_env_overrides_the_file(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("server:\n  port: 9000\nmodel:\n  name: from-file\n")
+    s = load_settings(tmp_path, {"CHATGATE_PORT": "9100", "CHATGATE_MODEL": "from-env"})
+    assert s.server.port == 9100
+    assert s.model.name == "from-env"
+
+
+def test_openai_env_selects_openai_and_keeps_the_key_secret(tmp_path: Path) -> None:
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_API_KEY": "sk-secret"}
+    s = load_settings(tmp_path, env)
+    cfg = s.model_config_for_core()
+    assert (cfg.provider, cfg.base_url, cfg.api_key) == (
+        "openai",
+        env["OPENAI_BASE_URL"],
+        "sk-secret",
+    )
+    assert "sk-secret" not in repr(s) and "sk-secret" not in repr(cfg)
+
+
+def test_anthropic_key_selects_anthropic(tmp_path: Path) -> None:
+    cfg = load_settings(tmp_path, {"ANTHROPIC_API_KEY": "k"}).model_config_for_core()
+    assert cfg.provider == "anthropic" and cfg.api_key == "k"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "env", "key"),
+    [
+        ("server:\n  port: 99999\n", {}, "server.port"),
+        ("", {"CHATGATE_PORT": "abc"}, "server.port"),
+        ("server:\n  prot: 1\n", {}, "server.prot"),
+        ("model:\n  provider: gpt\n", {}, "model.provider"),
+        ("database:\n  url: mysql://x\n", {}, "database.url"),
+    ],
+)
+def test_invalid_settings_name_the_key(
+    tmp_path: Path, yaml_text: str, env: dict[str, str], key: str
+) -> None:
+    (tmp_path / "config.yaml").write_text(yaml_text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path, env)
+    assert info.value.key == key
+
+
+def test_broken_yaml_names_the_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("server:\n  port: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_settings(tmp_path, {})

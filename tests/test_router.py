@@ -1,0 +1,126 @@
+"""SessionRouter: per-key order, concurrency across keys, /stop cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+from core.messages import InboundMessage
+from core.router import SessionRouter
+from core.store.records import InboxItem, TurnReplies
+
+
+def _item(inbox_id: int, key: str) -> InboxItem:
+    msg = InboundMessage(
+        platform="test",
+        chat_id=key,
+        user_id="u",
+        text=f"m{inbox_id}",
+        platform_message_id=str(inbox_id),
+        dedup_key=str(inbox_id),
+        received_at=0.0,
+    )
+    return InboxItem(id=inbox_id, session_key=key, message=msg)
+
+
+class Recorder:
+    """A handler that records start/end per item and can be held open per item."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.gates: dict[int, asyncio.Event] = {}
+        self.cancelled: list[int] = []
+        self.started: dict[int, asyncio.Event] = {}
+
+    def started_event(self, inbox_id: int) -> asyncio.Event:
+        return self.started.setdefault(inbox_id, asyncio.Event())
+
+    async def handle(self, item: InboxItem) -> TurnReplies:
+        self.events.append(("start", item.id))
+        self.started_event(item.id).set()
+        gate = self.gates.get(item.id)
+        if gate is not None:
+            await gate.wait()
+        self.events.append(("end", item.id))
+        return TurnReplies(session_id=item.session_key, replies=[])
+
+    async def on_cancelled(self, item: InboxItem) -> TurnReplies:
+        self.cancelled.append(item.id)
+        return TurnReplies(session_id=None, replies=[])
+
+
+async def test_one_key_runs_in_arrival_order_one_at_a_time() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled)
+    rec.gates[1] = asyncio.Event()
+    futures = [router.watch(i) for i in (1, 2, 3)]
+    for i in (1, 2, 3):
+        router.submit(_item(i, "k"))
+    await rec.started_event(1).wait()
+    assert rec.events == [("start", 1)]
+    rec.gates[1].set()
+    await asyncio.gather(*futures)
+    assert rec.events == [
+        ("start", 1),
+        ("end", 1),
+        ("start", 2),
+        ("end", 2),
+        ("start", 3),
+        ("end", 3),
+    ]
+    await router.close()
+
+
+async def test_other_keys_are_not_blocked_by_a_slow_turn() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled)
+    rec.gates[1] = asyncio.Event()
+    router.submit(_item(1, "slow"))
+    fast = router.watch(2)
+    router.submit(_item(2, "fast"))
+    await fast
+    assert ("end", 2) in rec.events and ("end", 1) not in rec.events
+    rec.gates[1].set()
+    await router.close()
+
+
+async def test_cancel_stops_the_running_item_and_keeps_the_queue() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled)
+    rec.gates[1] = asyncio.Event()
+    first, second = router.watch(1), router.watch(2)
+    router.submit(_item(1, "k"))
+    router.submit(_item(2, "k"))
+    await rec.started_event(1).wait()
+    assert router.cancel("k") is True
+    await asyncio.gather(first, second)
+    assert rec.cancelled == [1]
+    assert ("end", 1) not in rec.events and ("end", 2) in rec.events
+    assert router.cancel("k") is False
+    await router.close()
+
+
+async def test_idle_lane_exits_and_a_new_one_starts_on_demand() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled, idle_seconds=0.01)
+    done = router.watch(1)
+    router.submit(_item(1, "k"))
+    await done
+    while router.active_lanes:
+        await asyncio.sleep(0.01)
+    again = router.watch(2)
+    router.submit(_item(2, "k"))
+    await again
+    assert rec.events[-1] == ("end", 2)
+    await router.close()
+
+
+async def test_close_leaves_unfinished_items_unsettled_for_recovery() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled)
+    rec.gates[1] = asyncio.Event()
+    future = router.watch(1)
+    router.submit(_item(1, "k"))
+    await rec.started_event(1).wait()
+    await router.close()
+    assert future.cancelled()
+    assert rec.cancelled == []  # shutdown is not /stop: nothing recorded as cancelled
