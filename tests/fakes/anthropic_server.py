@@ -1,0 +1,122 @@
+"""A small fake of Anthropic's Messages API on 127.0.0.1, driven by a script.
+
+Enough for the real ``anthropic`` client: ``POST /v1/messages`` records each request
+body in ``requests`` and answers with the next scripted step; with the script empty
+it answers ``echo: <last user text>``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import deque
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tests.fakes.openai_server import LoopbackServer
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    content: list[Json]
+    stop_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    status: int
+    retry_after: float | None
+
+
+class FakeAnthropicServer:
+    """A scripted Anthropic Messages server; use as ``async with``."""
+
+    def __init__(self) -> None:
+        self.requests: list[Json] = []
+        self._script: deque[_Answer | _Failure] = deque()
+        self._ids = itertools.count(1)
+        routes = [Route("/v1/messages", self._messages, methods=["POST"])]
+        self._server = LoopbackServer(Starlette(routes=routes))
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give the anthropic client."""
+        return self._server.url
+
+    async def __aenter__(self) -> Self:
+        await self._server.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._server.stop()
+
+    def reply_text(self, text: str) -> None:
+        """Answer the next request with one text block."""
+        self._script.append(_Answer([{"type": "text", "text": text}], "end_turn"))
+
+    def reply_tool_use(self, name: str, args: Json, *, text: str | None = None) -> str:
+        """Answer the next request with a tool_use block; return the block's id."""
+        call_id = f"toolu_fake_{next(self._ids)}"
+        blocks: list[Json] = [{"type": "text", "text": text}] if text else []
+        blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": args})
+        self._script.append(_Answer(blocks, "tool_use"))
+        return call_id
+
+    def fail(self, *, status: int, retry_after: float | None = None) -> None:
+        """Answer the next request with an HTTP error."""
+        self._script.append(_Failure(status, retry_after))
+
+    async def _messages(self, request: Request) -> Response:
+        body: Json = await request.json()
+        self.requests.append(body)
+        step = self._script.popleft() if self._script else None
+        if isinstance(step, _Failure):
+            return _error_response(step)
+        answer = step or _Answer(
+            [{"type": "text", "text": f"echo: {_last_user_text(body)}"}], "end_turn"
+        )
+        return JSONResponse(self._message_json(body, answer))
+
+    def _message_json(self, body: Json, answer: _Answer) -> Json:
+        return {
+            "id": f"msg_fake_{next(self._ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": answer.content,
+            "stop_reason": answer.stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 90,
+            },
+        }
+
+
+def _last_user_text(body: Json) -> str:
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def _error_response(failure: _Failure) -> Response:
+    headers = {} if failure.retry_after is None else {"retry-after": str(failure.retry_after)}
+    error = {"type": "error", "error": {"type": "fake_error", "message": f"fake {failure.status}"}}
+    return JSONResponse(error, status_code=failure.status, headers=headers)

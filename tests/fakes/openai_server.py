@@ -1,0 +1,356 @@
+"""A fake OpenAI-compatible server on 127.0.0.1, driven by a script.
+
+Tests talk to it through the real ``openai`` client, so request encoding, response
+parsing, streaming and error mapping are all exercised for real::
+
+    async with FakeOpenAIServer() as fake:
+        fake.fail(status=500)
+        fake.reply_tool_call("memory", {"action": "add"})
+        client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="sk-test")
+
+Each request to ``POST /v1/chat/completions`` (or ``/chat/completions``) is recorded
+in ``requests`` and consumes the next scripted step. With the script empty the
+server answers ``echo: <last user message>`` at once, which is cheap enough for
+benchmarks (pass ``record=False`` there so ``requests`` does not grow).
+
+``LoopbackServer`` is the reusable part: any ASGI app served by uvicorn in the
+running event loop, on an ephemeral port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Generator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+Json = dict[str, Any]
+CREATED = 1_780_000_000
+
+
+class _SignalFreeServer(uvicorn.Server):
+    """A uvicorn server that leaves the process's signal handlers alone.
+
+    Several fakes start and stop inside one pytest process; letting each install
+    and restore SIGINT handlers could leave Ctrl-C pointing at a dead server.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class LoopbackServer:
+    """Serves an ASGI app on 127.0.0.1:<ephemeral port> inside the current event loop."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            lifespan="off",
+            log_config=None,  # leave the test process's logging configuration alone
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+        self._server = _SignalFreeServer(config)
+        self._task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``, valid once started."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        """Start serving; return once the socket accepts connections."""
+        self._task = asyncio.create_task(self._server.serve(), name="loopback-server")
+        while not self._server.started:
+            if self._task.done():
+                await self._task  # surfaces the startup error
+                raise RuntimeError("the loopback server stopped during startup")
+            await asyncio.sleep(0.005)  # uvicorn offers a flag, not an event
+        sockets = self._server.servers[0].sockets
+        self.port = int(sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop serving and wait for the server task to finish."""
+        if self._task is None:
+            return
+        self._server.should_exit = True
+        await self._task
+        self._task = None
+
+
+@dataclass(frozen=True, slots=True)
+class FakeToolCall:
+    """A tool call the fake model will make."""
+
+    name: str
+    arguments: str
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A scripted assistant answer: text, tool calls or both."""
+
+    text: str | None
+    tool_calls: tuple[FakeToolCall, ...] = ()
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A scripted HTTP error, optionally with a Retry-After header."""
+
+    status: int
+    message: str
+    retry_after: float | str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """Answer only after ``seconds`` (or at shutdown): long enough to hit a client timeout."""
+
+    seconds: float
+
+
+Step = Reply | Failure | Hang
+
+
+class FakeOpenAIServer:
+    """A scripted OpenAI chat-completions server; use as ``async with``.
+
+    ``record=False`` stops ``requests`` from growing (benchmarks);
+    ``latency_seconds`` adds a fixed pause to every answer (simulated model time).
+    """
+
+    def __init__(self, *, record: bool = True, latency_seconds: float = 0.0) -> None:
+        self.record = record
+        self.latency_seconds = latency_seconds
+        self.requests: list[Json] = []
+        self._script: deque[Step] = deque()
+        self._ids = itertools.count(1)
+        self._closing = asyncio.Event()
+        routes = [
+            Route(path, self._chat_completions, methods=["POST"])
+            for path in ("/v1/chat/completions", "/chat/completions")
+        ]
+        self._server = LoopbackServer(Starlette(routes=routes))
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give the openai client (ends in ``/v1``)."""
+        return f"{self._server.url}/v1"
+
+    @property
+    def pending_steps(self) -> int:
+        """Scripted steps not yet consumed."""
+        return len(self._script)
+
+    async def __aenter__(self) -> Self:
+        await self._server.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closing.set()  # release hanging handlers so shutdown is prompt
+        await self._server.stop()
+
+    # -- the script ---------------------------------------------------------------
+
+    def reply_text(self, text: str, *, finish_reason: str = "stop") -> None:
+        """Answer the next request with plain text."""
+        self._script.append(Reply(text=text, finish_reason=finish_reason))
+
+    def reply_tool_call(
+        self, name: str, args: Json, *, call_id: str | None = None, text: str | None = None
+    ) -> None:
+        """Answer the next request with one tool call (and optional text)."""
+        self.reply_tool_calls([(name, args)], text=text, call_ids=[call_id] if call_id else None)
+
+    def reply_tool_calls(
+        self,
+        calls: list[tuple[str, Json]],
+        *,
+        text: str | None = None,
+        call_ids: list[str] | None = None,
+    ) -> None:
+        """Answer the next request with several tool calls in one message."""
+        ids = call_ids or [f"call_{next(self._ids)}" for _ in calls]
+        tool_calls = tuple(
+            FakeToolCall(name=name, arguments=json.dumps(args), id=call_id)
+            for (name, args), call_id in zip(calls, ids, strict=True)
+        )
+        self._script.append(Reply(text=text, tool_calls=tool_calls, finish_reason="tool_calls"))
+
+    def fail(
+        self, *, status: int, retry_after: float | str | None = None, message: str = ""
+    ) -> None:
+        """Answer the next request with an HTTP error (429 may carry ``retry_after``)."""
+        self._script.append(Failure(status, message or f"fake error {status}", retry_after))
+
+    def hang(self, seconds: float) -> None:
+        """Delay the next answer by ``seconds``; it then echoes as if unscripted."""
+        self._script.append(Hang(seconds))
+
+    # -- serving ------------------------------------------------------------------
+
+    async def _chat_completions(self, request: Request) -> Response:
+        body: Json = await request.json()
+        if self.record:
+            self.requests.append(body)
+        step = self._script.popleft() if self._script else None
+        if self.latency_seconds:
+            await asyncio.sleep(self.latency_seconds)  # simulated model latency
+        if isinstance(step, Failure):
+            return _error_response(step)
+        if isinstance(step, Hang):
+            await self._wait_or_close(step.seconds)
+            step = None
+        reply = step or Reply(text=f"echo: {last_user_content(body)}")
+        if body.get("stream"):
+            return StreamingResponse(
+                _sse(body, reply, next(self._ids)), media_type="text/event-stream"
+            )
+        return JSONResponse(completion_json(body, reply, next(self._ids)))
+
+    async def _wait_or_close(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._closing.wait()
+
+
+def last_user_content(body: Json) -> str:
+    """The text of the last user message in a request body."""
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def _words(text: str | None) -> int:
+    return len(text.split()) if text else 0
+
+
+def usage_json(body: Json, reply: Reply) -> Json:
+    """Token counts the fake reports: whitespace-separated words, deterministic."""
+    prompt = sum(_words(str(m.get("content") or "")) for m in body.get("messages", []))
+    completion = _words(reply.text) + sum(_words(c.arguments) for c in reply.tool_calls)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _tool_call_json(call: FakeToolCall) -> Json:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def completion_json(body: Json, reply: Reply, number: int) -> Json:
+    """A non-streamed ``chat.completion`` object."""
+    message: Json = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [_tool_call_json(call) for call in reply.tool_calls]
+    return {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": usage_json(body, reply),
+    }
+
+
+def _error_response(failure: Failure) -> Response:
+    headers = {}
+    if failure.retry_after is not None:
+        headers["retry-after"] = _header_value(failure.retry_after)
+    error = {"message": failure.message, "type": "fake_error", "param": None, "code": None}
+    return JSONResponse({"error": error}, status_code=failure.status, headers=headers)
+
+
+def _header_value(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+# -- streaming ------------------------------------------------------------------------
+
+
+def text_pieces(text: str) -> list[str]:
+    """Split text into word-sized deltas, keeping the whitespace."""
+    return re.findall(r"\s*\S+\s*", text) or [text]
+
+
+def _tool_call_deltas(index: int, call: FakeToolCall) -> list[Json]:
+    # The first delta names the call; the arguments then arrive in two halves, as
+    # real servers split them at arbitrary points.
+    half = len(call.arguments) // 2
+    opening = {
+        "index": index,
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": ""},
+    }
+    return [
+        opening,
+        {"index": index, "function": {"arguments": call.arguments[:half]}},
+        {"index": index, "function": {"arguments": call.arguments[half:]}},
+    ]
+
+
+def stream_deltas(reply: Reply) -> list[Json]:
+    """The ``delta`` objects of a streamed reply, in order."""
+    deltas: list[Json] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": piece} for piece in text_pieces(reply.text or "") if reply.text]
+    for index, call in enumerate(reply.tool_calls):
+        deltas += [{"tool_calls": [delta]} for delta in _tool_call_deltas(index, call)]
+    return deltas
+
+
+def _chunk(body: Json, number: int, choices: list[Json], usage: Json | None = None) -> bytes:
+    chunk = {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": body.get("model", "fake"),
+        "choices": choices,
+        "usage": usage,
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+async def _sse(body: Json, reply: Reply, number: int) -> AsyncIterator[bytes]:
+    for delta in stream_deltas(reply):
+        yield _chunk(body, number, [{"index": 0, "delta": delta, "finish_reason": None}])
+    finish = {"index": 0, "delta": {}, "finish_reason": reply.finish_reason}
+    yield _chunk(body, number, [finish])
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield _chunk(body, number, [], usage_json(body, reply))
+    yield b"data: [DONE]\n\n"
