@@ -269,7 +269,9 @@ async def _read_capped(request: Request, limit: int) -> bytes:
 def _parse(body: bytes) -> WebhookMessage:
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError, UnicodeDecodeError and integers past
+        # Python's digit limit; RecursionError is deeply nested arrays or objects.
         raise _HTTPProblem(422, f"body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise _HTTPProblem(422, "body must be a JSON object")

@@ -105,6 +105,10 @@ class Settings(_Section):
         if provider == "auto":
             provider = _auto_provider(m)
         key = m.anthropic_api_key if provider == "anthropic" else m.api_key
+        if provider == "anthropic" and key is None:
+            raise ConfigError("model.anthropic_api_key", "required for provider anthropic")
+        if provider == "openai" and key is None and not m.base_url:
+            raise ConfigError("model.api_key", "required for provider openai without base_url")
         return ModelConfig(
             provider=provider,
             model=m.name or _default_model(provider),
@@ -161,9 +165,11 @@ def load_settings(home: Path | None = None, env: Mapping[str, str] | None = None
             _set_dotted(data, dotted, value)
     data["home"] = home
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc) from None
+    settings.model_config_for_core()  # provider settings that only make sense together
+    return settings
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from adapters.terminal import TerminalAdapter, read_line
 from gateway.config import Settings
@@ -15,7 +16,8 @@ async def run_terminal_chat(settings: Settings, chat_id: str) -> None:
     console = Console()
 
     def show(text: str) -> None:
-        console.print(f"[bold cyan]agent>[/] {text}", highlight=False)
+        # The reply is model (or echoed user) text: never let it be read as markup.
+        console.print(f"[bold cyan]agent>[/] {escape(text)}", highlight=False)
 
     terminal = TerminalAdapter(chat_id=chat_id, printer=show)
     async with open_gateway(settings, [terminal]) as gateway:

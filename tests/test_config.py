@@ -64,3 +64,19 @@ def test_broken_yaml_names_the_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("server:\n  port: [1,\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_settings(tmp_path, {})
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "key"),
+    [
+        ("model:\n  provider: anthropic\n", "model.anthropic_api_key"),
+        ("model:\n  provider: openai\n", "model.api_key"),
+    ],
+)
+def test_a_provider_without_credentials_is_refused(
+    tmp_path: Path, yaml_text: str, key: str
+) -> None:
+    (tmp_path / "config.yaml").write_text(yaml_text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path, {})
+    assert info.value.key == key
