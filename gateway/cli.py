@@ -176,7 +176,7 @@ def _ts(value: float) -> str:
 def main() -> None:
     """Entry point: one line and exit code 2 for configuration errors, never a traceback."""
     try:
-        app(standalone_mode=False)
+        exit_code = app(standalone_mode=False)
     except ConfigError as exc:
         print(f"chatgate: invalid configuration: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -194,6 +194,10 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    # Without standalone mode click returns a ``typer.Exit``'s code instead of raising
+    # it; a refusal such as ``init`` without --force must still exit non-zero.
+    if isinstance(exit_code, int) and exit_code:
+        sys.exit(exit_code)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,428 @@
+"""SessionDB through a real database: SQLite files, and PostgreSQL when one is reachable."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.errors import StoreError
+from core.messages import InboundMessage
+from core.store import inbox as inbox_ops
+from core.store import sessions as session_ops
+from core.store.db import SessionDB
+from core.store.engine import create_engines
+from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
+from core.store.schema import inbox, messages, outbox, sessions
+from migrations.runner import current_revision, upgrade
+
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+PG_ADMIN = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/test"
+BUSY_TIMEOUT_MS = 1234
+T0 = 1_780_000_000.0
+
+
+def postgres_reachable() -> bool:
+    try:
+        with socket.create_connection((PG_HOST, PG_PORT), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@asynccontextmanager
+async def postgres_database() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database of its own, dropped afterwards."""
+    if not postgres_reachable():
+        pytest.skip(f"PostgreSQL is not reachable at {PG_HOST}:{PG_PORT}")
+    name = f"chatgate_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(PG_ADMIN)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"postgresql://postgres@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """The URL of an empty database of each kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'state.db'}"
+        return
+    async with postgres_database() as url:
+        yield url
+
+
+async def migrate(url: str) -> None:
+    engines = create_engines(url)
+    try:
+        await upgrade(engines.write)
+        assert await current_revision(engines.read) == "0001"
+    finally:
+        await engines.dispose()
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[SessionDB]:
+    await migrate(db_url)
+    async with SessionDB(db_url, busy_timeout_ms=BUSY_TIMEOUT_MS) as opened:
+        yield opened
+
+
+def message(number: int = 1, *, chat_id: str = "c1", text_: str | None = None) -> InboundMessage:
+    return InboundMessage(
+        platform="webhook",
+        chat_id=chat_id,
+        user_id="u1",
+        text=text_ or f"message {number}",
+        platform_message_id=f"m{number}",
+        dedup_key=json.dumps(["demo", chat_id, f"m{number}"]),
+        received_at=T0 + number,
+        route="demo",
+    )
+
+
+def session_row(session_id: str, key: str = "webhook:c1") -> SessionRow:
+    return SessionRow(
+        id=session_id,
+        session_key=key,
+        platform="webhook",
+        chat_id=key.rsplit(":", 1)[-1],
+        started_at=T0,
+        last_active_at=T0,
+        provider="offline",
+        model="offline",
+        system_prompt=f"You are the agent of {session_id}.\n\n  exact bytes  \n",
+        prompt_tiers={"stable": 1, "context": 0, "volatile": 2},
+    )
+
+
+async def count(db: SessionDB, table: Any, *where: Any) -> int:
+    async with db.engines.read.connect() as conn:
+        stmt = select(func.count()).select_from(table)
+        if where:
+            stmt = stmt.where(*where)
+        return int((await conn.execute(stmt)).scalar_one())
+
+
+# -- SQLite connection settings ------------------------------------------------------------
+
+
+async def pragmas(conn: AsyncConnection) -> dict[str, Any]:
+    names = ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+    return {n: (await conn.exec_driver_sql(f"PRAGMA {n}")).scalar_one() for n in names}
+
+
+EXPECTED_PRAGMAS = {
+    "journal_mode": "wal",
+    "synchronous": 1,  # NORMAL
+    "foreign_keys": 1,
+    "busy_timeout": BUSY_TIMEOUT_MS,
+}
+
+
+async def test_every_sqlite_connection_is_configured(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    await migrate(url)
+    async with SessionDB(url, busy_timeout_ms=BUSY_TIMEOUT_MS) as db:
+        async with db.engines.write.connect() as conn:
+            seen = [await pragmas(conn)]
+        # Hold several readers open at once so the pool must open distinct connections.
+        readers = [await db.engines.read.connect() for _ in range(4)]
+        try:
+            seen += [await pragmas(conn) for conn in readers]
+            raw = {id(await conn.get_raw_connection()) for conn in readers}
+        finally:
+            for conn in readers:
+                await conn.close()
+
+    assert len(raw) == 4
+    assert seen == [EXPECTED_PRAGMAS] * 5
+
+
+async def test_write_transactions_begin_immediate(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    await migrate(f"sqlite:///{path}")
+    async with SessionDB(f"sqlite:///{path}") as db, db.engines.write.begin() as conn:
+        # Nothing written yet, but the write lock is already ours.
+        await conn.execute(select(func.count()).select_from(inbox))
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        finally:
+            other.close()
+
+
+async def test_database_file_is_in_wal_mode_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    await migrate(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+async def test_one_active_session_per_key(db: SessionDB) -> None:
+    first = await db.open_session(session_row("s1"))
+    rival = await db.open_session(session_row("s2"))
+    other_key = await db.open_session(session_row("s3", key="webhook:c2"))
+
+    assert first.id == rival.id == "s1"
+    assert other_key.id == "s3"
+    assert await db.session("s2") is None
+    # A second active row for the key is refused by the index itself.
+    with pytest.raises(StoreError):
+        await db.write(
+            lambda c: c.execute(sessions.insert().values(_session_values(session_row("s4"))))
+        )
+
+    await db.write(lambda c: session_ops.end(c, "s1", "new", T0 + 5))
+    fresh = await db.open_session(session_row("s5"))
+    ended = await db.session("s1")
+    active = await db.active_session("webhook:c1")
+
+    assert fresh.id == "s5"
+    assert active is not None
+    assert active.id == "s5"
+    assert ended is not None
+    assert (ended.end_reason, ended.ended_at) == ("new", T0 + 5)
+    assert await count(db, sessions, sessions.c.session_key == "webhook:c1") == 2
+
+
+def _session_values(row: SessionRow) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(row)
+
+
+async def test_session_row_round_trips_exactly(db: SessionDB) -> None:
+    opened = await db.open_session(session_row("s1"))
+
+    assert opened == session_row("s1")
+    assert await db.session("s1") == opened
+
+
+# -- inbox ------------------------------------------------------------------------------------
+
+
+async def test_inbox_dedup_returns_the_first_row(db: SessionDB) -> None:
+    first = await db.accept(message(1), "webhook:c1")
+    again = await db.accept(message(1, text_="edited text"), "webhook:c1")
+    other = await db.accept(message(2), "webhook:c1")
+
+    assert first.created
+    assert not again.created
+    assert again.item.id == first.item.id
+    assert again.item.message.text == "message 1"
+    assert again.item.message == first.item.message
+    assert other.created
+    assert other.item.id != first.item.id
+    assert [i.id for i in await db.pending_inbox()] == [first.item.id, other.item.id]
+
+
+async def test_inbox_dedup_is_per_platform(db: SessionDB) -> None:
+    webhook = await db.accept(message(1), "webhook:c1")
+    terminal = await db.accept(
+        InboundMessage(**{**_fields(message(1)), "platform": "terminal"}), "terminal:c1"
+    )
+
+    assert webhook.created
+    assert terminal.created
+    assert terminal.item.id != webhook.item.id
+
+
+def _fields(msg: InboundMessage) -> dict[str, Any]:
+    return {name: getattr(msg, name) for name in InboundMessage.__dataclass_fields__}
+
+
+async def test_concurrent_duplicates_make_one_row(db: SessionDB) -> None:
+    results = await asyncio.gather(*(db.accept(message(1), "webhook:c1") for _ in range(20)))
+
+    assert sum(r.created for r in results) == 1
+    assert len({r.item.id for r in results}) == 1
+    assert await count(db, inbox) == 1
+
+
+# -- group commit -----------------------------------------------------------------------------
+
+
+async def test_group_commit_batches_concurrent_writes(db_url: str) -> None:
+    await migrate(db_url)
+    writes = 200
+    async with SessionDB(db_url) as db:
+        before = db.commits
+        results = await asyncio.gather(
+            *(
+                db.accept(message(n, chat_id=f"c{n % 7}"), f"webhook:c{n % 7}")
+                for n in range(writes)
+            )
+        )
+        commits = db.commits - before
+
+    assert all(r.created for r in results)
+    assert len({r.item.id for r in results}) == writes
+    assert commits < writes // 2
+    # Durable: a new SessionDB (new connections) sees every accepted row.
+    async with SessionDB(db_url) as reopened:
+        assert await count(reopened, inbox) == writes
+        assert len(await reopened.pending_inbox()) == writes
+
+
+async def test_failing_op_fails_only_its_caller(db: SessionDB) -> None:
+    async def insert_then_fail(conn: AsyncConnection) -> None:
+        await inbox_ops.accept(conn, message(100), "webhook:c1")
+        raise ValueError("this op is broken")
+
+    async def orphan_message(conn: AsyncConnection) -> None:
+        row = {"session_id": "no-such-session", "role": "user", "created_at": T0}
+        await conn.execute(messages.insert().values(row))
+
+    good = [db.accept(message(n), "webhook:c1") for n in range(10)]
+    results = await asyncio.gather(
+        *good[:5],
+        db.write(insert_then_fail),
+        *good[5:],
+        db.write(orphan_message),
+        return_exceptions=True,
+    )
+
+    accepted, broken, orphan = results[:5] + results[6:11], results[5], results[11]
+    assert all(isinstance(r, Accepted) and r.created for r in accepted)
+    assert isinstance(broken, StoreError)
+    assert "this op is broken" in str(broken)
+    assert isinstance(orphan, StoreError)  # foreign keys are enforced
+    assert await count(db, inbox) == 10
+    assert await count(db, inbox, inbox.c.platform_message_id == "m100") == 0
+    assert await count(db, messages) == 0
+    # The writer keeps going after a failure.
+    assert (await db.accept(message(11), "webhook:c1")).created
+
+
+async def test_cancelled_caller_does_not_cancel_the_shared_commit(db: SessionDB) -> None:
+    writes = [asyncio.ensure_future(db.accept(message(n), "webhook:c1")) for n in range(5)]
+    await asyncio.sleep(0)  # one loop step: every write is queued, none committed yet
+    writes[2].cancel()
+    results = await asyncio.gather(*writes, return_exceptions=True)
+
+    assert isinstance(results[2], asyncio.CancelledError)
+    assert sum(1 for r in results if not isinstance(r, BaseException)) == 4
+    assert await count(db, inbox) == 5  # the cancelled caller's write still committed
+
+
+# -- turns ------------------------------------------------------------------------------------
+
+
+def user_and_reply(number: int) -> list[NewMessage]:
+    return [
+        NewMessage(role="user", content=f"question {number}", created_at=T0 + number),
+        NewMessage(
+            role="assistant",
+            content=f"answer {number}",
+            created_at=T0 + number,
+            tool_calls=[{"id": "call_1", "name": "memory", "arguments": "{}"}],
+            input_tokens=10,
+            output_tokens=3,
+        ),
+    ]
+
+
+async def test_finished_turn_is_written_whole(db: SessionDB) -> None:
+    session = await db.open_session(session_row("s1"))
+    accepted = await db.accept(message(1), "webhook:c1")
+    replies = await db.finish_turn(
+        TurnOutcome(
+            item=accepted.item,
+            status="done",
+            processed_at=T0 + 9,
+            session_id=session.id,
+            messages=user_and_reply(1),
+            replies=["answer 1"],
+            tool_calls=1,
+            input_tokens=10,
+            output_tokens=3,
+        )
+    )
+    history = await db.history(session.id)
+    updated = await db.session(session.id)
+    item = await db.inbox_item(accepted.item.id)
+
+    assert [r.text for r in replies] == ["answer 1"]
+    assert await db.replies_for(accepted.item.id) == replies
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "question 1"),
+        ("assistant", "answer 1"),
+    ]
+    assert history[1].tool_calls == [{"id": "call_1", "name": "memory", "arguments": "{}"}]
+    assert updated is not None
+    assert (updated.turn_count, updated.message_count, updated.tool_call_count) == (1, 2, 1)
+    assert (updated.input_tokens, updated.output_tokens) == (10, 3)
+    assert item is not None
+    assert (item.status, item.session_id) == ("done", session.id)
+    assert await db.pending_inbox() == []
+
+
+async def test_a_turn_that_fails_to_commit_leaves_nothing(db: SessionDB) -> None:
+    session = await db.open_session(session_row("s1"))
+    ghost = InboxItem(id=987_654, session_key="webhook:c1", message=message(1))
+    outcome = TurnOutcome(
+        item=ghost,  # the reply's foreign key fails last, after the transcript was written
+        status="done",
+        processed_at=T0 + 9,
+        session_id=session.id,
+        messages=user_and_reply(1),
+        replies=["answer 1"],
+    )
+
+    with pytest.raises(StoreError):
+        await db.finish_turn(outcome)
+
+    assert await db.history(session.id) == []
+    assert await db.session(session.id) == session
+    assert await count(db, outbox) == 0
+
+
+async def test_replies_after_a_cursor(db: SessionDB) -> None:
+    first = await db.accept(message(1), "webhook:c1")
+    second = await db.accept(message(2), "webhook:c1")
+    elsewhere = await db.accept(message(3, chat_id="c2"), "webhook:c2")
+    for accepted, reply in ((first, "r1"), (second, "r2"), (elsewhere, "r3")):
+        await db.finish_turn(
+            TurnOutcome(item=accepted.item, status="done", processed_at=T0, replies=[reply])
+        )
+
+    def ask(after: int) -> Any:
+        return db.replies_after(platform="webhook", route="demo", chat_id="c1", after=after)
+
+    page = await ask(0)
+    rest = await ask(page[0].id)
+    none = await ask(page[-1].id)
+    other_route = await db.replies_after(platform="webhook", route="other", chat_id="c1", after=0)
+
+    assert [r.text for r in page] == ["r1", "r2"]
+    assert [r.text for r in rest] == ["r2"]
+    assert none == []
+    assert other_route == []
+    assert [r.text for r in await db.pending_replies("webhook")] == ["r1", "r2", "r3"]
+    await db.mark_delivered([page[0].id], T0 + 1)
+    assert [r.text for r in await db.pending_replies("webhook")] == ["r2", "r3"]
+
+
+async def test_ping(db: SessionDB) -> None:
+    await db.ping()
+    async with db.engines.read.connect() as conn:
+        assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
