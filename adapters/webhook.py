@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
+from core.errors import StoreError
 from core.inbox import Inbox
 from core.messages import InboundMessage, OutboundMessage
 from core.store.records import InboxItem
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 ROUTE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ID_MAX = 255
@@ -58,6 +63,8 @@ class WebhookMessage(BaseModel):
         # Integer ids are common (Telegram-style); bools are a client bug, not ids.
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
         return value
 
 
@@ -90,9 +97,12 @@ class PulledReplies(BaseModel):
 
 
 class _HTTPProblem(Exception):
-    def __init__(self, status: int, error: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, error: str, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(error)
         self.status = status
+        self.headers = headers
         self.body = {"error": error, **extra}
 
 
@@ -151,9 +161,9 @@ class WebhookAdapter:
             inbox = self._require_inbox()
             body = await self._read_body(route, request)
             msg = self._inbound(route, _parse(body))
-            accepted = await inbox.accept(msg)
+            accepted = await _stored(inbox.accept(msg))
         except _HTTPProblem as problem:
-            return JSONResponse(problem.body, status_code=problem.status)
+            return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
         queued = WebhookQueued(message_id=msg.platform_message_id).model_dump()
         if not wait:
             return JSONResponse(queued, status_code=202)
@@ -174,11 +184,13 @@ class WebhookAdapter:
         try:
             inbox = self._require_inbox()
             await self._read_body(route, request)
+            replies = await _stored(
+                inbox.replies_after(
+                    platform=self.name, route=route, chat_id=chat_id, after=after, limit=limit
+                )
+            )
         except _HTTPProblem as problem:
-            return JSONResponse(problem.body, status_code=problem.status)
-        replies = await inbox.replies_after(
-            platform=self.name, route=route, chat_id=chat_id, after=after, limit=limit
-        )
+            return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
         inbox.delivered([r.id for r in replies])
         pulled = PulledReplies(
             replies=[
@@ -250,6 +262,17 @@ class WebhookAdapter:
             dedup_key=json.dumps([route, body.chat_id, message_id]),
             received_at=self._now(),
         )
+
+
+async def _stored(call: Awaitable[T]) -> T:
+    """Await a SessionDB call; a database outage is a 503 the client can retry."""
+    try:
+        return await call
+    except StoreError:
+        log.warning("webhook request refused: SessionDB unavailable")
+        raise _HTTPProblem(
+            503, "the message store is unavailable; retry shortly", {"Retry-After": "1"}
+        ) from None
 
 
 async def _read_capped(request: Request, limit: int) -> bytes:

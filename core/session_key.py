@@ -19,4 +19,4 @@ def session_key(msg: InboundMessage, *, group_sessions_per_user: bool) -> str:
 
 
 def _escape(value: str) -> str:
-    return value.replace("%", "%25").replace(":", "%3A")
+    return value.replace("%", "%25").replace(":", "%3A").replace("\x00", "%00")

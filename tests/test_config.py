@@ -33,12 +33,14 @@ def test_openai_env_selects_openai_and_keeps_the_key_secret(tmp_path: Path) -> N
         env["OPENAI_BASE_URL"],
         "sk-secret",
     )
-    assert "sk-secret" not in repr(s) and "sk-secret" not in repr(cfg)
+    assert "sk-secret" not in repr(s)
+    assert "sk-secret" not in repr(cfg)
 
 
 def test_anthropic_key_selects_anthropic(tmp_path: Path) -> None:
     cfg = load_settings(tmp_path, {"ANTHROPIC_API_KEY": "k"}).model_config_for_core()
-    assert cfg.provider == "anthropic" and cfg.api_key == "k"
+    assert cfg.provider == "anthropic"
+    assert cfg.api_key == "k"
 
 
 @pytest.mark.parametrize(

@@ -426,3 +426,28 @@ async def test_ping(db: SessionDB) -> None:
     await db.ping()
     async with db.engines.read.connect() as conn:
         assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
+
+
+async def test_nul_characters_are_stored_on_every_backend(db: SessionDB) -> None:
+    # PostgreSQL text cannot hold NUL: a platform message or model reply carrying one
+    # must not turn into a failed write that is retried at every start.
+    session = await db.open_session(session_row("s1"))
+    accepted = await db.accept(message(1, text_="before\x00after"), "webhook:c1")
+    replies = await db.finish_turn(
+        TurnOutcome(
+            item=accepted.item,
+            status="done",
+            processed_at=T0 + 9,
+            session_id=session.id,
+            messages=[NewMessage(role="assistant", content="a\x00b", created_at=T0 + 9)],
+            replies=["reply\x00"],
+        )
+    )
+
+    again = await db.accept(message(1, text_="before\x00after"), "webhook:c1")
+    history = await db.history(session.id)
+    assert again.created is False
+    assert again.item.message.text == "before\ufffdafter"
+    assert [m.content for m in history] == ["a\ufffdb"]
+    assert [r.text for r in replies] == ["reply\ufffd"]
+    assert [r.text for r in await db.replies_for(accepted.item.id)] == ["reply\ufffd"]

@@ -280,6 +280,8 @@ async def test_missing_field_is_422_naming_it(open_gateway: RunningGateway, fiel
         ("user_id", None),
         ("message_id", 1.5),
         ("thread_id", []),
+        ("chat_id", "c\x00d"),
+        ("message_id", "\x00"),
     ],
 )
 async def test_wrong_type_is_422_naming_the_field(

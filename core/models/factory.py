@@ -10,16 +10,29 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.errors import ConfigError
-from core.models.anthropic_client import AnthropicModel
 from core.models.base import ModelClient, ModelConfig
 from core.models.offline import OfflineModel
-from core.models.openai_client import OpenAIChatModel
 from core.models.retrying import RetryingModel
 from core.retry import RetryPolicy
 
+
+def _openai(cfg: ModelConfig) -> ModelClient:
+    from core.models.openai_client import OpenAIChatModel
+
+    return OpenAIChatModel(cfg)
+
+
+def _anthropic(cfg: ModelConfig) -> ModelClient:
+    from core.models.anthropic_client import AnthropicModel
+
+    return AnthropicModel(cfg)
+
+
+# Provider SDKs are imported on first use: they take seconds to import, and most
+# CLI commands (and every offline start) never need them.
 PROVIDERS: dict[str, Callable[[ModelConfig], ModelClient]] = {
-    "openai": OpenAIChatModel,
-    "anthropic": AnthropicModel,
+    "openai": _openai,
+    "anthropic": _anthropic,
 }
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.messages import Attachment, InboundMessage
 from core.store.records import Accepted, InboxItem
 from core.store.schema import inbox
+from core.store.text import scrub_row
 
 
 def insert_ignoring_duplicates(conn: AsyncConnection, table: Any) -> Insert:
@@ -23,14 +24,19 @@ def insert_ignoring_duplicates(conn: AsyncConnection, table: Any) -> Insert:
 
 async def accept(conn: AsyncConnection, msg: InboundMessage, key: str) -> Accepted:
     """Insert ``msg`` unless its (platform, dedup_key) is known; return the row either way."""
-    stmt = insert_ignoring_duplicates(conn, inbox).values(_row(msg, key)).returning(inbox.c.id)
+    stmt = (
+        insert_ignoring_duplicates(conn, inbox)
+        .values(scrub_row(_row(msg, key)))
+        .returning(inbox.c.id)
+    )
     new_id = (await conn.execute(stmt)).scalar_one_or_none()
     if new_id is not None:
         return Accepted(InboxItem(id=new_id, session_key=key, message=msg), created=True)
+    ident = scrub_row({"platform": msg.platform, "dedup_key": msg.dedup_key})
     existing = (
         await conn.execute(
             select(inbox).where(
-                inbox.c.platform == msg.platform, inbox.c.dedup_key == msg.dedup_key
+                inbox.c.platform == ident["platform"], inbox.c.dedup_key == ident["dedup_key"]
             )
         )
     ).one()

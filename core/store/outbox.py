@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.messages import OutboundMessage
 from core.store.records import InboxItem
 from core.store.schema import outbox
+from core.store.text import scrub_row
 
 
 async def add_replies(
@@ -36,7 +37,7 @@ async def add_replies(
         "status": "pending",
         "created_at": created_at,
     }
-    rows = [{**base, "text": t} for t in texts]
+    rows = [scrub_row({**base, "text": t}) for t in texts]
     result = await conn.execute(
         outbox.insert().returning(outbox.c.id, sort_by_parameter_order=True), rows
     )
@@ -46,14 +47,14 @@ async def add_replies(
             id=i,
             platform=msg.platform,
             chat_id=msg.chat_id,
-            text=t,
+            text=row["text"],
             session_id=session_id,
             thread_id=msg.thread_id,
             reply_to=msg.platform_message_id,
             inbox_id=item.id,
             created_at=created_at,
         )
-        for i, t in zip(ids, texts, strict=True)
+        for i, row in zip(ids, rows, strict=True)
     ]
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.store.inbox import insert_ignoring_duplicates
 from core.store.records import SessionRow, StoredMessage
 from core.store.schema import messages, sessions
+from core.store.text import scrub_row
 
 _FIELDS = [f.name for f in dataclasses.fields(SessionRow)]
 
@@ -36,7 +37,7 @@ async def open_session(conn: AsyncConnection, new: SessionRow) -> SessionRow:
 
     The partial unique index on active keys decides races between replicas.
     """
-    stmt = insert_ignoring_duplicates(conn, sessions).values(dataclasses.asdict(new))
+    stmt = insert_ignoring_duplicates(conn, sessions).values(scrub_row(dataclasses.asdict(new)))
     await conn.execute(stmt)
     current = await active(conn, new.session_key)
     if current is None:  # pragma: no cover - the insert or a rival's row must be there

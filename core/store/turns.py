@@ -12,13 +12,15 @@ from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
 from core.store.records import TurnOutcome
 from core.store.schema import inbox, messages, sessions
+from core.store.text import scrub_row
 
 
 async def write_turn(conn: AsyncConnection, outcome: TurnOutcome) -> list[OutboundMessage]:
     """Commit everything ``outcome`` holds; return the queued replies with their ids."""
     if outcome.messages:
         rows = [
-            {**dataclasses.asdict(m), "session_id": outcome.session_id} for m in outcome.messages
+            scrub_row({**dataclasses.asdict(m), "session_id": outcome.session_id})
+            for m in outcome.messages
         ]
         await conn.execute(messages.insert(), rows)
     if outcome.session_id is not None:
