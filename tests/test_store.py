@@ -9,6 +9,7 @@ import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from core.store.db import SessionDB
 from core.store.engine import create_engines
 from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
 from core.store.schema import inbox, messages, outbox, sessions
+from core.store.tx import Tx, insert_sql
 from migrations.runner import current_revision, upgrade
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
@@ -121,9 +123,11 @@ async def count(db: SessionDB, table: Any, *where: Any) -> int:
 # -- SQLite connection settings ------------------------------------------------------------
 
 
+PRAGMA_NAMES = ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+
+
 async def pragmas(conn: AsyncConnection) -> dict[str, Any]:
-    names = ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
-    return {n: (await conn.exec_driver_sql(f"PRAGMA {n}")).scalar_one() for n in names}
+    return {n: (await conn.exec_driver_sql(f"PRAGMA {n}")).scalar_one() for n in PRAGMA_NAMES}
 
 
 EXPECTED_PRAGMAS = {
@@ -138,8 +142,8 @@ async def test_every_sqlite_connection_is_configured(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}"
     await migrate(url)
     async with SessionDB(url, busy_timeout_ms=BUSY_TIMEOUT_MS) as db:
-        async with db.engines.write.connect() as conn:
-            seen = [await pragmas(conn)]
+        # The writer's own connection, read from inside one of its transactions.
+        seen = [await db.write(writer_pragmas)]
         # Hold several readers open at once so the pool must open distinct connections.
         readers = [await db.engines.read.connect() for _ in range(4)]
         try:
@@ -148,23 +152,36 @@ async def test_every_sqlite_connection_is_configured(tmp_path: Path) -> None:
         finally:
             for conn in readers:
                 await conn.close()
+        # The SQLAlchemy write engine (migrations) is configured the same way.
+        async with db.engines.write.connect() as conn:
+            seen.append(await pragmas(conn))
 
     assert len(raw) == 4
-    assert seen == [EXPECTED_PRAGMAS] * 5
+    assert seen == [EXPECTED_PRAGMAS] * 6
+
+
+def writer_pragmas(tx: Tx) -> dict[str, Any]:
+    return {n: tx.scalar(f"PRAGMA {n}", {}) for n in PRAGMA_NAMES}
 
 
 async def test_write_transactions_begin_immediate(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     await migrate(f"sqlite:///{path}")
-    async with SessionDB(f"sqlite:///{path}") as db, db.engines.write.begin() as conn:
-        # Nothing written yet, but the write lock is already ours.
-        await conn.execute(select(func.count()).select_from(inbox))
+
+    def probe(tx: Tx) -> str:
+        # Nothing written yet, but the write lock must already be ours.
+        tx.scalar("SELECT count(*) FROM inbox", {})
         other = sqlite3.connect(path, timeout=0, isolation_level=None)
         try:
-            with pytest.raises(sqlite3.OperationalError, match="locked"):
-                other.execute("BEGIN IMMEDIATE")
+            other.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            return str(exc)
         finally:
             other.close()
+        return "another writer got the lock"
+
+    async with SessionDB(f"sqlite:///{path}") as db:
+        assert "locked" in await db.write(probe)
 
 
 async def test_database_file_is_in_wal_mode_on_disk(tmp_path: Path) -> None:
@@ -187,9 +204,7 @@ async def test_one_active_session_per_key(db: SessionDB) -> None:
     assert await db.session("s2") is None
     # A second active row for the key is refused by the index itself.
     with pytest.raises(StoreError):
-        await db.write(
-            lambda c: c.execute(sessions.insert().values(_session_values(session_row("s4"))))
-        )
+        await db.write(lambda tx: insert_session_directly(tx, session_row("s4")))
 
     await db.write(lambda c: session_ops.end(c, "s1", "new", T0 + 5))
     fresh = await db.open_session(session_row("s5"))
@@ -204,10 +219,10 @@ async def test_one_active_session_per_key(db: SessionDB) -> None:
     assert await count(db, sessions, sessions.c.session_key == "webhook:c1") == 2
 
 
-def _session_values(row: SessionRow) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(row)
+def insert_session_directly(tx: Tx, row: SessionRow) -> None:
+    values = asdict(row)
+    values["prompt_tiers"] = json.dumps(values["prompt_tiers"])
+    tx.execute(insert_sql("sessions", tuple(values)), values)
 
 
 async def test_session_row_round_trips_exactly(db: SessionDB) -> None:
@@ -284,13 +299,13 @@ async def test_group_commit_batches_concurrent_writes(db_url: str) -> None:
 
 
 async def test_failing_op_fails_only_its_caller(db: SessionDB) -> None:
-    async def insert_then_fail(conn: AsyncConnection) -> None:
-        await inbox_ops.accept(conn, message(100), "webhook:c1")
+    def insert_then_fail(tx: Tx) -> None:
+        inbox_ops.accept(tx, message(100), "webhook:c1")
         raise ValueError("this op is broken")
 
-    async def orphan_message(conn: AsyncConnection) -> None:
+    def orphan_message(tx: Tx) -> None:
         row = {"session_id": "no-such-session", "role": "user", "created_at": T0}
-        await conn.execute(messages.insert().values(row))
+        tx.execute(insert_sql("messages", tuple(row)), row)
 
     good = [db.accept(message(n), "webhook:c1") for n in range(10)]
     results = await asyncio.gather(

@@ -14,10 +14,17 @@ from core.messages import InboundMessage, OutboundMessage
 from core.store import inbox as inbox_ops
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
-from core.store.engine import Engines, create_engines
+from core.store.engine import Engines, create_engines, sqlite_path
 from core.store.records import Accepted, InboxItem, SessionRow, StoredMessage, TurnOutcome
 from core.store.turns import write_turn
-from core.store.writer import GroupWriter, T, WriteOp
+from core.store.writer import (
+    BatchRunner,
+    GroupWriter,
+    SqlAlchemyRunner,
+    SqliteRunner,
+    T,
+    WriteOp,
+)
 
 
 class SessionDB:
@@ -28,7 +35,13 @@ class SessionDB:
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
         self.engines: Engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
-        self._writer = GroupWriter(self.engines.write, max_batch=max_batch)
+        path = sqlite_path(url)
+        runner: BatchRunner = (
+            SqliteRunner(path, busy_timeout_ms=busy_timeout_ms)
+            if path is not None
+            else SqlAlchemyRunner(self.engines.write)
+        )
+        self._writer = GroupWriter(runner, max_batch=max_batch)
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> SessionDB:

@@ -60,16 +60,30 @@ def create_engines(url: str, *, busy_timeout_ms: int = 5000) -> Engines:
     return Engines(write=write, read=read)
 
 
+def sqlite_pragmas(busy_timeout_ms: int) -> list[str]:
+    """The settings every SessionDB SQLite connection runs with."""
+    return [
+        "PRAGMA journal_mode=WAL",
+        "PRAGMA synchronous=NORMAL",
+        "PRAGMA foreign_keys=ON",
+        f"PRAGMA busy_timeout={int(busy_timeout_ms)}",
+    ]
+
+
+def sqlite_path(url: str) -> str | None:
+    """The database file of a SQLite URL, or None for other databases."""
+    parsed = make_url(async_url(url))
+    return parsed.database if parsed.get_backend_name() == "sqlite" else None
+
+
 def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int, *, begin: str) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take BEGIN away from the driver so we choose the transaction kind ourselves.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        for pragma in sqlite_pragmas(busy_timeout_ms):
+            cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

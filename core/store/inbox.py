@@ -2,56 +2,57 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Insert, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Row
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.messages import Attachment, InboundMessage
 from core.store.records import Accepted, InboxItem
 from core.store.schema import inbox
 from core.store.text import scrub_row
+from core.store.tx import Tx, insert_sql
+
+_COLUMNS = (
+    "platform",
+    "dedup_key",
+    "platform_message_id",
+    "route",
+    "chat_id",
+    "thread_id",
+    "user_id",
+    "user_name",
+    "text",
+    "payload",
+    "session_key",
+    "status",
+    "received_at",
+)
+_ACCEPT = insert_sql("inbox", _COLUMNS, " ON CONFLICT DO NOTHING RETURNING id")
+_BY_DEDUP = "SELECT * FROM inbox WHERE platform = :platform AND dedup_key = :dedup_key"
 
 
-def insert_ignoring_duplicates(conn: AsyncConnection, table: Any) -> Insert:
-    """An INSERT that skips rows violating a unique constraint, for this dialect."""
-    if conn.dialect.name == "postgresql":
-        return postgresql.insert(table).on_conflict_do_nothing()
-    return sqlite.insert(table).on_conflict_do_nothing()
-
-
-async def accept(conn: AsyncConnection, msg: InboundMessage, key: str) -> Accepted:
+def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
     """Insert ``msg`` unless its (platform, dedup_key) is known; return the row either way."""
-    stmt = (
-        insert_ignoring_duplicates(conn, inbox)
-        .values(scrub_row(_row(msg, key)))
-        .returning(inbox.c.id)
-    )
-    new_id = (await conn.execute(stmt)).scalar_one_or_none()
+    row = scrub_row(_row(msg, key))
+    new_id = tx.scalar(_ACCEPT, row)
     if new_id is not None:
         return Accepted(InboxItem(id=new_id, session_key=key, message=msg), created=True)
-    ident = scrub_row({"platform": msg.platform, "dedup_key": msg.dedup_key})
-    existing = (
-        await conn.execute(
-            select(inbox).where(
-                inbox.c.platform == ident["platform"], inbox.c.dedup_key == ident["dedup_key"]
-            )
-        )
-    ).one()
-    return Accepted(item_from_row(existing), created=False)
+    existing = tx.fetch(_BY_DEDUP, {"platform": row["platform"], "dedup_key": row["dedup_key"]})
+    return Accepted(item_from_row(existing[0]), created=False)
 
 
 async def pending(conn: AsyncConnection) -> list[InboxItem]:
     """Messages accepted but not yet processed, oldest first (for recovery at start)."""
     rows = await conn.execute(select(inbox).where(inbox.c.status == "pending").order_by(inbox.c.id))
-    return [item_from_row(r) for r in rows]
+    return [item_from_row(r._mapping) for r in rows]
 
 
 async def get(conn: AsyncConnection, inbox_id: int) -> InboxItem | None:
     row = (await conn.execute(select(inbox).where(inbox.c.id == inbox_id))).one_or_none()
-    return item_from_row(row) if row is not None else None
+    return item_from_row(row._mapping) if row is not None else None
 
 
 def _row(msg: InboundMessage, key: str) -> dict[str, Any]:
@@ -75,36 +76,38 @@ def _row(msg: InboundMessage, key: str) -> dict[str, Any]:
         "user_id": msg.user_id,
         "user_name": msg.user_name,
         "text": msg.text,
-        "payload": payload,
+        "payload": json.dumps(payload),
         "session_key": key,
         "status": "pending",
         "received_at": msg.received_at,
     }
 
 
-def item_from_row(row: Row[Any]) -> InboxItem:
-    payload: dict[str, Any] = row.payload or {}
+def item_from_row(row: Mapping[Any, Any]) -> InboxItem:
+    """An inbox row (from SQLAlchemy or a raw ``Tx.fetch``) as an ``InboxItem``."""
+    raw = row["payload"]
+    payload: dict[str, Any] = (json.loads(raw) if isinstance(raw, str) else raw) or {}
     attachments = tuple(Attachment(**a) for a in payload.get("attachments", ()))
     msg = InboundMessage(
-        platform=row.platform,
-        chat_id=row.chat_id,
-        user_id=row.user_id,
-        text=row.text,
-        platform_message_id=row.platform_message_id,
-        dedup_key=row.dedup_key,
-        received_at=row.received_at,
-        thread_id=row.thread_id,
-        user_name=row.user_name,
-        route=row.route,
+        platform=row["platform"],
+        chat_id=row["chat_id"],
+        user_id=row["user_id"],
+        text=row["text"],
+        platform_message_id=row["platform_message_id"],
+        dedup_key=row["dedup_key"],
+        received_at=row["received_at"],
+        thread_id=row["thread_id"],
+        user_name=row["user_name"],
+        route=row["route"],
         reply_to=payload.get("reply_to"),
         addressed=bool(payload.get("addressed", True)),
         is_group=bool(payload.get("is_group", False)),
         attachments=attachments,
     )
     return InboxItem(
-        id=row.id,
-        session_key=row.session_key,
+        id=row["id"],
+        session_key=row["session_key"],
         message=msg,
-        status=row.status,
-        session_id=row.session_id,
+        status=row["status"],
+        session_id=row["session_id"],
     )

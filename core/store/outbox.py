@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -13,49 +13,84 @@ from core.messages import OutboundMessage
 from core.store.records import InboxItem
 from core.store.schema import outbox
 from core.store.text import scrub_row
+from core.store.tx import Tx, insert_sql
+
+_COLUMNS = (
+    "inbox_id",
+    "session_id",
+    "platform",
+    "route",
+    "chat_id",
+    "thread_id",
+    "reply_to",
+    "text",
+    "status",
+    "attempts",
+    "created_at",
+)
+_ADD = insert_sql("outbox", _COLUMNS, " RETURNING id")
+_DELIVERED_ONE = (
+    "UPDATE outbox SET status = 'delivered', delivered_at = :at, "
+    "platform_message_id = :platform_message_id WHERE id = :id"
+)
+_DELIVERED = (
+    "UPDATE outbox SET status = 'delivered', delivered_at = :at "
+    "WHERE id = :id AND status <> 'delivered'"
+)
 
 
-async def add_replies(
-    conn: AsyncConnection,
-    item: InboxItem,
-    session_id: str | None,
-    texts: Sequence[str],
-    created_at: float,
+def add_replies(
+    tx: Tx, item: InboxItem, session_id: str | None, texts: Sequence[str], created_at: float
 ) -> list[OutboundMessage]:
     """Queue ``texts`` as replies to ``item``'s chat; return them with their outbox ids."""
-    if not texts:
-        return []
     msg = item.message
-    base = {
-        "inbox_id": item.id,
-        "session_id": session_id,
-        "platform": msg.platform,
-        "route": msg.route,
-        "chat_id": msg.chat_id,
-        "thread_id": msg.thread_id,
-        "reply_to": msg.platform_message_id,
-        "status": "pending",
-        "created_at": created_at,
-    }
-    rows = [scrub_row({**base, "text": t}) for t in texts]
-    result = await conn.execute(
-        outbox.insert().returning(outbox.c.id, sort_by_parameter_order=True), rows
-    )
-    ids = [r.id for r in result]
-    return [
-        OutboundMessage(
-            id=i,
-            platform=msg.platform,
-            chat_id=msg.chat_id,
-            text=row["text"],
-            session_id=session_id,
-            thread_id=msg.thread_id,
-            reply_to=msg.platform_message_id,
-            inbox_id=item.id,
-            created_at=created_at,
+    replies = []
+    for text in texts:
+        row = scrub_row(
+            {
+                "inbox_id": item.id,
+                "session_id": session_id,
+                "platform": msg.platform,
+                "route": msg.route,
+                "chat_id": msg.chat_id,
+                "thread_id": msg.thread_id,
+                "reply_to": msg.platform_message_id,
+                "text": text,
+                "status": "pending",
+                "attempts": 0,
+                "created_at": created_at,
+            }
         )
-        for i, row in zip(ids, rows, strict=True)
-    ]
+        replies.append(
+            OutboundMessage(
+                id=tx.scalar(_ADD, row),
+                platform=msg.platform,
+                chat_id=msg.chat_id,
+                text=row["text"],
+                session_id=session_id,
+                thread_id=msg.thread_id,
+                reply_to=msg.platform_message_id,
+                inbox_id=item.id,
+                created_at=created_at,
+            )
+        )
+    return replies
+
+
+def mark_delivered(
+    tx: Tx, ids: Sequence[int], at: float, platform_ids: Sequence[str | None] = ()
+) -> None:
+    """Record that the adapter delivered these replies."""
+    if platform_ids:
+        tx.executemany(
+            _DELIVERED_ONE,
+            [
+                {"id": i, "at": at, "platform_message_id": p}
+                for i, p in zip(ids, platform_ids, strict=True)
+            ],
+        )
+    elif ids:
+        tx.executemany(_DELIVERED, [{"id": i, "at": at} for i in ids])
 
 
 async def for_inbox(conn: AsyncConnection, inbox_id: int) -> list[OutboundMessage]:
@@ -97,27 +132,6 @@ async def pending_for(conn: AsyncConnection, platform: str, limit: int) -> list[
         .limit(limit)
     )
     return [_from_row(r) for r in await conn.execute(stmt)]
-
-
-async def mark_delivered(
-    conn: AsyncConnection, ids: Sequence[int], at: float, platform_ids: Sequence[str | None] = ()
-) -> None:
-    """Record that the adapter delivered these replies."""
-    if not ids:
-        return
-    if platform_ids:
-        for outbox_id, pid in zip(ids, platform_ids, strict=True):
-            await conn.execute(
-                update(outbox)
-                .where(outbox.c.id == outbox_id)
-                .values(status="delivered", delivered_at=at, platform_message_id=pid)
-            )
-        return
-    await conn.execute(
-        update(outbox)
-        .where(outbox.c.id.in_(list(ids)), outbox.c.status != "delivered")
-        .values(status="delivered", delivered_at=at)
-    )
 
 
 def _from_row(row: Row[Any]) -> OutboundMessage:

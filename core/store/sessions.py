@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.engine import Row
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.store.inbox import insert_ignoring_duplicates
 from core.store.records import SessionRow, StoredMessage
 from core.store.schema import messages, sessions
 from core.store.text import scrub_row
+from core.store.tx import Tx, insert_sql
 
-_FIELDS = [f.name for f in dataclasses.fields(SessionRow)]
+_FIELDS = tuple(f.name for f in dataclasses.fields(SessionRow))
+_OPEN = insert_sql("sessions", _FIELDS, " ON CONFLICT DO NOTHING")
+_ACTIVE = "SELECT * FROM sessions WHERE session_key = :key AND ended_at IS NULL"
+_END = (
+    "UPDATE sessions SET ended_at = :at, end_reason = :reason WHERE id = :id AND ended_at IS NULL"
+)
+
+
+def open_session(tx: Tx, new: SessionRow) -> SessionRow:
+    """Insert ``new`` as the active session of its key, or return the one already active.
+
+    The partial unique index on active keys decides races between replicas.
+    """
+    row = dataclasses.asdict(new)
+    row["prompt_tiers"] = json.dumps(new.prompt_tiers) if new.prompt_tiers is not None else None
+    tx.execute(_OPEN, scrub_row(row))
+    current = tx.fetch(_ACTIVE, {"key": new.session_key})
+    return session_from_row(current[0])
+
+
+def end(tx: Tx, session_id: str, reason: str, at: float) -> None:
+    tx.execute(_END, {"id": session_id, "reason": reason, "at": at})
 
 
 async def active(conn: AsyncConnection, key: str) -> SessionRow | None:
@@ -24,33 +46,12 @@ async def active(conn: AsyncConnection, key: str) -> SessionRow | None:
             select(sessions).where(sessions.c.session_key == key, sessions.c.ended_at.is_(None))
         )
     ).one_or_none()
-    return _from_row(row) if row is not None else None
+    return session_from_row(row._mapping) if row is not None else None
 
 
 async def get(conn: AsyncConnection, session_id: str) -> SessionRow | None:
     row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).one_or_none()
-    return _from_row(row) if row is not None else None
-
-
-async def open_session(conn: AsyncConnection, new: SessionRow) -> SessionRow:
-    """Insert ``new`` as the active session of its key, or return the one already active.
-
-    The partial unique index on active keys decides races between replicas.
-    """
-    stmt = insert_ignoring_duplicates(conn, sessions).values(scrub_row(dataclasses.asdict(new)))
-    await conn.execute(stmt)
-    current = await active(conn, new.session_key)
-    if current is None:  # pragma: no cover - the insert or a rival's row must be there
-        raise RuntimeError("no active session after insert")
-    return current
-
-
-async def end(conn: AsyncConnection, session_id: str, reason: str, at: float) -> None:
-    await conn.execute(
-        update(sessions)
-        .where(sessions.c.id == session_id, sessions.c.ended_at.is_(None))
-        .values(ended_at=at, end_reason=reason)
-    )
+    return session_from_row(row._mapping) if row is not None else None
 
 
 async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]:
@@ -86,9 +87,12 @@ async def recent(conn: AsyncConnection, limit: int) -> list[SessionRow]:
     rows = await conn.execute(
         select(sessions).order_by(sessions.c.last_active_at.desc()).limit(limit)
     )
-    return [_from_row(r) for r in rows]
+    return [session_from_row(r._mapping) for r in rows]
 
 
-def _from_row(row: Row[Any]) -> SessionRow:
-    data = row._mapping
-    return SessionRow(**{name: data[name] for name in _FIELDS})
+def session_from_row(row: Mapping[Any, Any]) -> SessionRow:
+    """A sessions row (from SQLAlchemy or a raw ``Tx.fetch``) as a ``SessionRow``."""
+    values = {name: row[name] for name in _FIELDS}
+    if isinstance(values["prompt_tiers"], str):
+        values["prompt_tiers"] = json.loads(values["prompt_tiers"])
+    return SessionRow(**values)

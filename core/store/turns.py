@@ -2,61 +2,102 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncConnection
+import json
+from typing import Any
 
 from core.messages import OutboundMessage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
-from core.store.records import TurnOutcome
-from core.store.schema import inbox, messages, sessions
+from core.store.records import NewMessage, TurnOutcome
 from core.store.text import scrub_row
+from core.store.tx import Tx, insert_sql
+
+_MESSAGE_COLUMNS = (
+    "session_id",
+    "role",
+    "content",
+    "api_content",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "platform_message_id",
+    "created_at",
+    "finish_reason",
+    "input_tokens",
+    "output_tokens",
+)
+_ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
+_TOUCH = "UPDATE sessions SET last_active_at = :at WHERE id = :id"
+_BUMP = (
+    "UPDATE sessions SET last_active_at = :at, message_count = message_count + :messages, "
+    "turn_count = turn_count + 1, tool_call_count = tool_call_count + :tool_calls, "
+    "input_tokens = input_tokens + :input_tokens, output_tokens = output_tokens + :output_tokens "
+    "WHERE id = :id"
+)
+_INBOX_DONE = (
+    "UPDATE inbox SET status = :status, processed_at = :at, session_id = :session_id, "
+    "error = :error WHERE id = :id"
+)
+# /stop can race a turn that just committed; a finished turn stays finished.
+_INBOX_CANCELLED = _INBOX_DONE + " AND status = 'pending'"
 
 
-async def write_turn(conn: AsyncConnection, outcome: TurnOutcome) -> list[OutboundMessage]:
+def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
     """Commit everything ``outcome`` holds; return the queued replies with their ids."""
     if outcome.messages:
-        rows = [
-            scrub_row({**dataclasses.asdict(m), "session_id": outcome.session_id})
-            for m in outcome.messages
-        ]
-        await conn.execute(messages.insert(), rows)
+        tx.executemany(
+            _ADD_MESSAGE, [_message_row(m, outcome.session_id) for m in outcome.messages]
+        )
     if outcome.session_id is not None:
-        await _bump_session(conn, outcome)
-    target = inbox.c.id == outcome.item.id
-    if outcome.status == "cancelled":
-        # /stop can race a turn that just committed; a finished turn stays finished.
-        target = target & (inbox.c.status == "pending")
-    await conn.execute(
-        update(inbox)
-        .where(target)
-        .values(
-            status=outcome.status,
-            processed_at=outcome.processed_at,
-            session_id=outcome.session_id,
-            error=outcome.error,
-        )
+        _bump_session(tx, outcome, outcome.session_id)
+    tx.execute(
+        _INBOX_CANCELLED if outcome.status == "cancelled" else _INBOX_DONE,
+        {
+            "id": outcome.item.id,
+            "status": outcome.status,
+            "at": outcome.processed_at,
+            "session_id": outcome.session_id,
+            "error": outcome.error,
+        },
     )
-    return await outbox_ops.add_replies(
-        conn, outcome.item, outcome.session_id, outcome.replies, outcome.processed_at
+    return outbox_ops.add_replies(
+        tx, outcome.item, outcome.session_id, outcome.replies, outcome.processed_at
     )
 
 
-async def _bump_session(conn: AsyncConnection, outcome: TurnOutcome) -> None:
-    assert outcome.session_id is not None
-    values: dict[str, object] = {"last_active_at": outcome.processed_at}
+def _message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:
+    return scrub_row(
+        {
+            "session_id": session_id,
+            "role": m.role,
+            "content": m.content,
+            "api_content": m.api_content,
+            "tool_calls": json.dumps(m.tool_calls) if m.tool_calls is not None else None,
+            "tool_call_id": m.tool_call_id,
+            "tool_name": m.tool_name,
+            "platform_message_id": m.platform_message_id,
+            "created_at": m.created_at,
+            "finish_reason": m.finish_reason,
+            "input_tokens": m.input_tokens,
+            "output_tokens": m.output_tokens,
+        }
+    )
+
+
+def _bump_session(tx: Tx, outcome: TurnOutcome, session_id: str) -> None:
     if outcome.messages:
-        values.update(
-            message_count=sessions.c.message_count + len(outcome.messages),
-            turn_count=sessions.c.turn_count + 1,
-            tool_call_count=sessions.c.tool_call_count + outcome.tool_calls,
-            input_tokens=sessions.c.input_tokens + outcome.input_tokens,
-            output_tokens=sessions.c.output_tokens + outcome.output_tokens,
+        tx.execute(
+            _BUMP,
+            {
+                "id": session_id,
+                "at": outcome.processed_at,
+                "messages": len(outcome.messages),
+                "tool_calls": outcome.tool_calls,
+                "input_tokens": outcome.input_tokens,
+                "output_tokens": outcome.output_tokens,
+            },
         )
-    await conn.execute(update(sessions).where(sessions.c.id == outcome.session_id).values(**values))
+    else:
+        tx.execute(_TOUCH, {"id": session_id, "at": outcome.processed_at})
     if outcome.end_session_reason is not None:
-        await session_ops.end(
-            conn, outcome.session_id, outcome.end_session_reason, outcome.processed_at
-        )
+        session_ops.end(tx, session_id, outcome.end_session_reason, outcome.processed_at)

@@ -1,31 +1,115 @@
 """Group commit: many callers' writes share one transaction, each still durable.
 
-A caller hands ``run`` an operation (a coroutine function of one connection) and
-gets its result once the transaction that ran it has committed. Operations queued
-while a transaction is in flight are committed together in the next one, so a busy
-gateway pays one commit for many turns while an idle one pays no extra latency.
+A caller hands ``run`` an operation (a function of one ``Tx``) and gets its result
+once the transaction that ran it has committed. Operations queued while a
+transaction is in flight are committed together in the next one, so a busy gateway
+pays one commit for many turns while an idle one pays no extra latency.
 
 Operations must only touch the database: when one raises, the batch is rolled back
 and every operation of it is re-run alone, so the failure reaches only its caller.
+
+Two runners execute batches. On SQLite one stdlib connection lives in one thread
+and a whole batch (BEGIN IMMEDIATE, the operations, COMMIT) costs one thread hop;
+on PostgreSQL the batch runs on a SQLAlchemy connection inside ``run_sync``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import StoreError
+from core.store.engine import sqlite_pragmas
+from core.store.tx import SqlAlchemyTx, SqliteTx, Tx
 
 T = TypeVar("T")
-WriteOp = Callable[[AsyncConnection], Awaitable[T]]
+WriteOp = Callable[[Tx], T]
 
 log = logging.getLogger(__name__)
+
+
+class BatchRunner(Protocol):
+    """Runs a list of operations in one transaction and returns their results."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def run_batch(self, ops: Sequence[WriteOp[Any]]) -> list[Any]: ...
+
+
+class SqliteRunner:
+    """One stdlib sqlite3 connection, owned by one thread, with the SessionDB PRAGMAs."""
+
+    def __init__(self, path: str, *, busy_timeout_ms: int) -> None:
+        self._path = path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="sessiondb-writer")
+        self._conn: sqlite3.Connection | None = None
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._conn = await loop.run_in_executor(self._thread, self._connect)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._conn.close)
+            self._conn = None
+        self._thread.shutdown(wait=True)
+
+    async def run_batch(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._batch, ops)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        for pragma in sqlite_pragmas(self._busy_timeout_ms):
+            conn.execute(pragma)
+        return conn
+
+    def _batch(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
+        conn = self._conn
+        if conn is None:
+            raise StoreError("the SessionDB writer is closed")
+        tx = SqliteTx(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            results = [op(tx) for op in ops]
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return results
+
+
+class SqlAlchemyRunner:
+    """Batches on a pooled SQLAlchemy engine (PostgreSQL)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def run_batch(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
+        def batch(conn: Connection) -> list[Any]:
+            tx = SqlAlchemyTx(conn)
+            return [op(tx) for op in ops]
+
+        async with self._engine.begin() as conn:
+            return await conn.run_sync(batch)
 
 
 @dataclass(slots=True)
@@ -37,14 +121,15 @@ class _Pending(Generic[T]):
 class GroupWriter:
     """The single writer of a SessionDB; see the module docstring."""
 
-    def __init__(self, engine: AsyncEngine, *, max_batch: int = 256) -> None:
-        self._engine = engine
+    def __init__(self, runner: BatchRunner, *, max_batch: int = 256) -> None:
+        self._runner = runner
         self._max_batch = max_batch
         self._queue: asyncio.Queue[_Pending[Any]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.commits = 0
 
     async def __aenter__(self) -> GroupWriter:
+        await self._runner.open()
         self._task = asyncio.create_task(self._loop(), name="sessiondb-writer")
         return self
 
@@ -59,6 +144,7 @@ class GroupWriter:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await self._runner.close()
 
     async def run(self, op: WriteOp[T]) -> T:
         """Run ``op`` in a write transaction and return its result after commit."""
@@ -82,9 +168,8 @@ class GroupWriter:
 
     async def _commit(self, batch: list[_Pending[Any]]) -> None:
         try:
-            async with self._engine.begin() as conn:
-                results = [await item.op(conn) for item in batch]
-        except Exception as exc:  # noqa: BLE001 - any failure must reach its caller
+            results = await self._runner.run_batch([item.op for item in batch])
+        except Exception as exc:  # any failure must reach its caller, never kill the writer
             if len(batch) > 1:
                 for item in batch:
                     await self._commit([item])

@@ -1,0 +1,88 @@
+"""The one interface write operations see: a transaction that runs portable SQL.
+
+Write operations are plain functions of a ``Tx`` that run inside a transaction the
+writer opened. The SQL is written once with ``:name`` parameters and runs unchanged
+on SQLite (the stdlib driver, in the writer's own thread) and PostgreSQL (through
+SQLAlchemy's connection, inside ``run_sync``). JSON columns are passed as JSON text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Protocol
+
+from sqlalchemy import TextClause, text
+from sqlalchemy.engine import Connection
+
+Params = Mapping[str, Any]
+
+
+class Tx(Protocol):
+    """A transaction in progress."""
+
+    def execute(self, sql: str, params: Params) -> None: ...
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> None: ...
+
+    def scalar(self, sql: str, params: Params) -> Any:
+        """The first column of the first row, or None when there is no row."""
+        ...
+
+    def fetch(self, sql: str, params: Params) -> list[dict[str, Any]]:
+        """Every row as a dict of column name to value."""
+        ...
+
+
+class SqliteTx:
+    """``Tx`` over a stdlib ``sqlite3`` connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Params) -> None:
+        self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+        self._conn.executemany(sql, rows)
+
+    def scalar(self, sql: str, params: Params) -> Any:
+        row = self._conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def fetch(self, sql: str, params: Params) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+@lru_cache(maxsize=256)
+def _clause(sql: str) -> TextClause:
+    return text(sql)
+
+
+class SqlAlchemyTx:
+    """``Tx`` over a SQLAlchemy connection (used for PostgreSQL)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Params) -> None:
+        self._conn.execute(_clause(sql), dict(params))
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+        self._conn.execute(_clause(sql), [dict(r) for r in rows])
+
+    def scalar(self, sql: str, params: Params) -> Any:
+        return self._conn.execute(_clause(sql), dict(params)).scalar()
+
+    def fetch(self, sql: str, params: Params) -> list[dict[str, Any]]:
+        return [dict(r._mapping) for r in self._conn.execute(_clause(sql), dict(params))]
+
+
+def insert_sql(table: str, columns: Sequence[str], suffix: str = "") -> str:
+    """``INSERT INTO table (a, b) VALUES (:a, :b)`` plus ``suffix``."""
+    names = ", ".join(columns)
+    marks = ", ".join(f":{c}" for c in columns)
+    return f"INSERT INTO {table} ({names}) VALUES ({marks}){suffix}"
