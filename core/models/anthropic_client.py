@@ -36,13 +36,11 @@ from anthropic.types import (
 from core.errors import (
     ConfigError,
     ModelError,
-    ModelRequestError,
     ModelTimeout,
     ProviderUnavailable,
-    RateLimited,
 )
 from core.models.base import ChatMessage, ModelConfig, ModelReply, ModelRequest, ToolCall, ToolSpec
-from core.retry import retry_after_from_headers
+from core.models.status import status_error
 
 PROVIDER = "anthropic"
 
@@ -169,18 +167,9 @@ def translate_error(exc: anthropic.AnthropicError) -> ModelError:
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
-    status = exc.status_code
-    message = f"anthropic: HTTP {status}: {exc.api_message or exc.message}"
-    retry_after = retry_after_from_headers(exc.response.headers)
-    if status == 429:
-        return RateLimited(message, provider=PROVIDER, retry_after=retry_after)
-    if status >= 500:
-        return ProviderUnavailable(
-            message, provider=PROVIDER, status=status, retry_after=retry_after
-        )
-    if status == 408:
-        return ModelTimeout(message, provider=PROVIDER, status=status)
-    return ModelRequestError(message, provider=PROVIDER, status=status)
+    return status_error(
+        PROVIDER, exc.status_code, exc.api_message or exc.message, exc.response.headers
+    )
 
 
 class AnthropicModel:

@@ -34,10 +34,8 @@ from openai.types.chat import (
 from core.errors import (
     ConfigError,
     ModelError,
-    ModelRequestError,
     ModelTimeout,
     ProviderUnavailable,
-    RateLimited,
 )
 from core.models.base import (
     ChatMessage,
@@ -48,7 +46,7 @@ from core.models.base import (
     ToolCall,
     ToolSpec,
 )
-from core.retry import retry_after_from_headers
+from core.models.status import status_error
 
 PROVIDER = "openai"
 
@@ -216,18 +214,7 @@ def translate_error(exc: openai.OpenAIError) -> ModelError:
 
 
 def _status_error(exc: openai.APIStatusError) -> ModelError:
-    status = exc.status_code
-    message = f"openai: HTTP {status}: {exc.message}"
-    retry_after = retry_after_from_headers(exc.response.headers)
-    if status == 429:
-        return RateLimited(message, provider=PROVIDER, retry_after=retry_after)
-    if status >= 500:
-        return ProviderUnavailable(
-            message, provider=PROVIDER, status=status, retry_after=retry_after
-        )
-    if status == 408:
-        return ModelTimeout(message, provider=PROVIDER, status=status)
-    return ModelRequestError(message, provider=PROVIDER, status=status)
+    return status_error(PROVIDER, exc.status_code, exc.message, exc.response.headers)
 
 
 def _client_for(config: ModelConfig) -> openai.AsyncOpenAI:
