@@ -126,11 +126,17 @@ class Conversations:
             log.info("recovered %d unprocessed inbound messages", len(items))
         return len(items)
 
-    async def replies(self, item: InboxItem) -> TurnReplies:
-        """Wait for ``item``'s turn (if it is still running) and return its replies."""
+    def replies(self, item: InboxItem) -> Awaitable[TurnReplies]:
+        """``item``'s replies: the future its turn resolves while it is in flight."""
         if self.router.in_flight(item.id):
-            return await self.router.watch(item.id)
-        return TurnReplies(item.session_id, await self.db.replies_for(item.id))
+            return self.router.watch(item.id)
+        return self._stored_replies(item)
+
+    async def _stored_replies(self, item: InboxItem) -> TurnReplies:
+        # Re-read the row: the turn may have finished after ``item`` was read.
+        current = await self.db.inbox_item(item.id) or item
+        replies = await self.db.replies_for(item.id)
+        return TurnReplies(current.session_id, replies, pending=current.status == "pending")
 
     async def replies_after(
         self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
 from core.messages import InboundMessage, OutboundMessage
@@ -16,8 +16,12 @@ class Inbox(Protocol):
         """Commit ``msg`` durably and queue it for its session; safe to call twice."""
         ...
 
-    async def replies(self, item: InboxItem) -> TurnReplies:
-        """Wait for ``item`` to be processed and return its replies."""
+    def replies(self, item: InboxItem) -> Awaitable[TurnReplies]:
+        """``item``'s replies, awaitable once it has been processed.
+
+        While ``item`` is in flight this may be the future its turn resolves, which a
+        caller can shield without starting a task; otherwise it is a coroutine.
+        """
         ...
 
     async def replies_after(

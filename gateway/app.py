@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -56,11 +57,20 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_gateway(settings, adapters, tools=tools, clock=clock, model=model) as gw:
             app.state.gateway = gw
+            # Start-up has built what lives as long as the process: imported modules,
+            # pydantic validators, SQLAlchemy metadata, the routes (~120k objects).
+            # Frozen, they are no longer walked by every full collection, a 50-85 ms
+            # pause under load that stalls every request in flight (bench: p99 ~100 ms
+            # -> ~23 ms). Collect first, so no garbage is frozen. Not undone at
+            # shutdown: the process ends, and in tests an unfreeze made each later
+            # start's collection walk everything again (+5 s on the suite).
+            gc.collect()
+            gc.freeze()
             yield
 
     app = FastAPI(title="chatgate", version="0.1.0", lifespan=lifespan)
     if webhook is not None:
-        app.include_router(webhook.router)
+        webhook.install(app)
     _add_health_routes(app)
     return app
 

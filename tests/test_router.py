@@ -129,3 +129,18 @@ async def test_close_leaves_unfinished_items_unsettled_for_recovery() -> None:
     await router.close()
     assert future.cancelled()
     assert rec.cancelled == []  # shutdown is not /stop: nothing recorded as cancelled
+
+
+async def test_an_item_submitted_as_its_lane_goes_idle_is_still_processed() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled, idle_seconds=0)
+    for i in range(1, 41):
+        # Yield a varying number of times so that some submits land between the idle
+        # timer firing and the lane's worker seeing it.
+        for _ in range(i % 5):
+            await asyncio.sleep(0)
+        done = router.watch(i)
+        router.submit(_item(i, "k"))
+        await asyncio.wait_for(done, 5)
+    assert [i for event, i in rec.events if event == "end"] == list(range(1, 41))
+    await router.close()

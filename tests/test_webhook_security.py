@@ -320,6 +320,29 @@ async def test_bad_query_values_are_422(open_gateway: RunningGateway) -> None:
     assert get_response.status_code == 422
 
 
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [("true", 200), ("YES", 200), ("On", 200), ("1", 200)]
+    + [("false", 202), ("No", 202), ("off", 202), ("0", 202)],
+)
+async def test_wait_takes_the_usual_boolean_words(
+    open_gateway: RunningGateway, value: str, status: int
+) -> None:
+    response = await open_gateway.client.post("/webhook/demo", params={"wait": value}, json=GOOD)
+
+    assert response.status_code == status, response.text
+
+
+@pytest.mark.parametrize("value", ["perhaps", "", " true", "2"])
+async def test_wait_that_is_no_boolean_is_422_naming_it(
+    open_gateway: RunningGateway, value: str
+) -> None:
+    response = await open_gateway.client.post("/webhook/demo", params={"wait": value}, json=GOOD)
+
+    assert "wait" in assert_error(response, 422)
+    assert response.json()["field"] == "wait"
+
+
 # -- property: whatever arrives, never a 500 ------------------------------------------------
 
 JSON_VALUES = st.recursive(

@@ -84,6 +84,8 @@ class TurnReplies:
 
     session_id: str | None
     replies: list[OutboundMessage]
+    # True when the item is still waiting for its turn (its replies are not known yet).
+    pending: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,298 @@
+"""Durable turns per second through the webhook, against a bare FastAPI ceiling.
+
+Starts the real gateway (``chatgate run``, offline model, a temporary
+``CHATGATE_HOME``) on a free 127.0.0.1 port, sends N messages over C concurrent
+chats, then sends the same load to ``bench/bare_app.py`` (one pydantic-validated
+POST endpoint under the same uvicorn settings). Prints msgs/s and p50/p99 for
+both, their ratio, the SessionDB commits the gateway made (group commit at work)
+and the rows it left in ``state.db`` (every message really written).
+
+    .venv/bin/python bench/throughput.py [--messages N] [--chats C] [--warmup W]
+
+``--rate R`` paces the measured phase at R msgs/s offered (latency at a given load
+rather than at saturation). ``--client httpx`` uses httpx instead of the raw
+keep-alive client (httpx is itself the bottleneck: ~500 msgs/s on this machine).
+For finding the hot path: ``--profile-out FILE`` runs the gateway under cProfile,
+``--wrap 'py-spy record ... --'`` prefixes its command (see ``bench.stack_summary``).
+
+Loopback only; every loop is bounded; servers are stopped on exit and on CTRL-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shlex
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make the ``bench`` package importable
+    sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from bench.loadgen import ClientKind, LoadError, LoadResult, Target, run_load  # noqa: E402
+from bench.servers import HOST, ServerError, ServerProcess, free_port  # noqa: E402
+
+T = TypeVar("T")
+Runner = Callable[[Coroutine[Any, Any, T]], T]
+GOAL_RATIO = 0.25
+GOAL_ADDED_P50_MS = 5.0
+STRIPPED_ENV = ("CHATGATE_", "OPENAI_", "ANTHROPIC_")
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One target's measured phase: the load result and CPU seconds on each side."""
+
+    load: LoadResult
+    server_cpu: float
+    client_cpu: float
+
+    def cpu_percent(self, seconds: float) -> float:
+        return 100.0 * seconds / self.load.seconds if self.load.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayFacts:
+    commits: int
+    turns: int
+    rows: dict[str, int]
+    log_tail: str
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="chatgate webhook throughput vs a bare app")
+    parser.add_argument("--messages", type=int, default=5000, help="measured messages (N)")
+    parser.add_argument("--chats", type=int, default=50, help="concurrent chats (C)")
+    parser.add_argument("--warmup", type=int, default=500, help="unmeasured messages first")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="offered msgs/s over all chats for the measured phase (default 0: closed loop)",
+    )
+    parser.add_argument("--client", choices=["raw", "httpx"], default="raw")
+    parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
+    parser.add_argument("--only", choices=["both", "gateway", "bare"], default="both")
+    parser.add_argument(
+        "--profile-out", type=Path, help="run the gateway under cProfile, stats to this file"
+    )
+    parser.add_argument(
+        "--wrap", default="", help="command to prefix the gateway with, e.g. 'py-spy record ... --'"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary CHATGATE_HOME")
+    args = parser.parse_args(argv)
+    if args.messages < 1 or args.chats < 1 or args.warmup < 0:
+        parser.error("--messages and --chats must be >= 1, --warmup >= 0")
+    return args
+
+
+def gateway_env(home: Path, port: int) -> dict[str, str]:
+    """This environment without model or chatgate settings, plus the bench's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV)}
+    env.update(
+        CHATGATE_HOME=str(home),
+        CHATGATE_HOST=HOST,
+        CHATGATE_PORT=str(port),
+        CHATGATE_LOG_LEVEL="warning",
+    )
+    return env
+
+
+def gateway_argv(args: argparse.Namespace) -> list[str]:
+    prefix = shlex.split(args.wrap)
+    if args.profile_out is not None:
+        module = [sys.executable, "-m", "bench.profile_gateway", "--out", str(args.profile_out)]
+        return prefix + module
+    script = Path(sys.executable).parent / "chatgate"
+    if script.exists():
+        return [*prefix, str(script), "run"]
+    return [*prefix, sys.executable, "-m", "gateway.cli", "run"]
+
+
+def measure(server: ServerProcess, run: Runner[LoadResult], args: argparse.Namespace) -> Measured:
+    """Warm up, then run the measured load, noting CPU used on both sides."""
+    target = Target(server.name, HOST, server.port)
+    kind: ClientKind = args.client
+    if args.warmup:
+        run(run_load(target, kind, messages=args.warmup, chats=args.chats, phase="warm"))
+    server_before, client_before = server.cpu_seconds(), time.process_time()
+    load = run(
+        run_load(
+            target, kind, messages=args.messages, chats=args.chats, phase="run", rate=args.rate
+        )
+    )
+    return Measured(load, server.cpu_seconds() - server_before, time.process_time() - client_before)
+
+
+def scrape(url: str) -> dict[str, float]:
+    """``GET /metrics`` as {name{labels}: value} (comments dropped)."""
+    text = httpx.get(url + "/metrics", timeout=10.0, trust_env=False).text
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        match = re.fullmatch(r"([a-zA-Z_:][\w:]*(?:\{[^}]*\})?) (\S+)", line)
+        if match:
+            values[match[1]] = float(match[2])
+    return values
+
+
+def count_rows(db_path: Path) -> dict[str, int]:
+    queries = {
+        "inbox": "SELECT count(*) FROM inbox",
+        "inbox done": "SELECT count(*) FROM inbox WHERE status = 'done'",
+        "messages": "SELECT count(*) FROM messages",
+        "outbox": "SELECT count(*) FROM outbox",
+        "outbox delivered": "SELECT count(*) FROM outbox WHERE status = 'delivered'",
+        "sessions": "SELECT count(*) FROM sessions",
+    }
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return {name: int(conn.execute(sql).fetchone()[0]) for name, sql in queries.items()}
+    finally:
+        conn.close()
+
+
+def bench_gateway(
+    home: Path, run: Runner[LoadResult], args: argparse.Namespace
+) -> tuple[Measured, GatewayFacts]:
+    port = free_port()
+    server = ServerProcess(
+        "gateway",
+        gateway_argv(args),
+        port=port,
+        log_path=home / "gateway.log",
+        env=gateway_env(home, port),
+        cwd=ROOT,
+    )
+    with server:
+        warm_and_run = measure(server, run, args)
+        metrics = scrape(server.url)
+    commits = int(metrics.get("chatgate_db_commits", 0))
+    turns = int(metrics.get('chatgate_turns_total{status="done"}', 0))
+    facts = GatewayFacts(commits, turns, count_rows(home / "state.db"), server.log_tail(3))
+    return warm_and_run, facts
+
+
+def bench_bare(home: Path, run: Runner[LoadResult], args: argparse.Namespace) -> Measured:
+    port = free_port()
+    server = ServerProcess(
+        "bare",
+        [sys.executable, "-m", "bench.bare_app", "--port", str(port)],
+        port=port,
+        log_path=home / "bare.log",
+        env=dict(os.environ),
+        cwd=ROOT,
+    )
+    with server:
+        return measure(server, run, args)
+
+
+def report(
+    args: argparse.Namespace,
+    gateway: tuple[Measured, GatewayFacts] | None,
+    bare: Measured | None,
+) -> None:
+    print(
+        f"\n{args.messages} messages over {args.chats} concurrent chats "
+        f"(+{args.warmup} warm-up), client {args.client} on {args.loop}, {os.cpu_count()} CPUs"
+    )
+    pace = f"paced at {args.rate:.0f} msgs/s offered" if args.rate else "closed loop"
+    print(f"{pace}; srv cpu/cli cpu: CPU time used during the run, 100% = one core")
+    print(f"{'target':<8} {'msgs/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'srv cpu':>8} {'cli cpu':>8}")
+    rows = [m for m in (gateway[0] if gateway else None, bare) if m is not None]
+    for m in rows:
+        print(
+            f"{m.load.target:<8} {m.load.per_second:>9.0f} {m.load.percentile_ms(0.5):>8.2f} "
+            f"{m.load.percentile_ms(0.99):>8.2f} {m.cpu_percent(m.server_cpu):>7.0f}% "
+            f"{m.cpu_percent(m.client_cpu):>7.0f}%"
+        )
+    if gateway is not None and bare is not None:
+        report_comparison(gateway[0].load, bare.load)
+    if gateway is not None:
+        report_gateway(args, gateway[1])
+
+
+def report_comparison(gateway: LoadResult, bare: LoadResult) -> None:
+    ratio = gateway.per_second / bare.per_second
+    added = gateway.percentile_ms(0.5) - bare.percentile_ms(0.5)
+    print(f"ratio gateway/bare msgs/s: {ratio:.3f}  (goal >= {GOAL_RATIO})")
+    print(f"p50 added latency: {added:.2f} ms  (goal < {GOAL_ADDED_P50_MS:.0f} ms)")
+
+
+def report_gateway(args: argparse.Namespace, facts: GatewayFacts) -> None:
+    total = args.messages + args.warmup
+    per_commit = 2 * facts.turns / facts.commits if facts.commits else 0.0
+    print(
+        f"SessionDB commits: {facts.commits} for {facts.turns} turns "
+        f"(~{per_commit:.1f} writes per commit; a turn is 2 writes: accept + finish)"
+    )
+    rows = ", ".join(f"{name} {count}" for name, count in facts.rows.items())
+    print(f"state.db rows: {rows}")
+    expected = {"inbox done": total, "messages": 2 * total, "outbox": total}
+    missing = {k: v for k, v in expected.items() if facts.rows.get(k) != v}
+    print("every message durable: " + ("yes" if not missing else f"NO, expected {missing}"))
+
+
+@contextmanager
+def bench_home(keep: bool) -> Iterator[Path]:
+    if keep:
+        home = Path(tempfile.mkdtemp(prefix="chatgate-bench-"))
+        print(f"CHATGATE_HOME kept at {home}")
+        yield home
+        return
+    with tempfile.TemporaryDirectory(prefix="chatgate-bench-") as name:
+        yield Path(name)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds the servers' context managers
+
+
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    if name == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
+    gateway: tuple[Measured, GatewayFacts] | None = None
+    bare: Measured | None = None
+    try:
+        with (
+            bench_home(args.keep) as home,
+            asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner,
+        ):
+            if args.only in ("both", "gateway"):
+                gateway = bench_gateway(home, runner.run, args)
+            if args.only in ("both", "bare"):
+                bare = bench_bare(home, runner.run, args)
+    except (LoadError, ServerError) as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; servers stopped", file=sys.stderr)
+        return 130
+    report(args, gateway, bare)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
