@@ -152,8 +152,9 @@ class GroupWriter:
             raise StoreError("the SessionDB writer is not running")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Pending(op, future))
-        # shield: a cancelled caller must not cancel a commit other callers share.
-        return await asyncio.shield(future)
+        # A cancelled caller cancels only its own future: the op stays in its batch and
+        # commits with the others (results are never set on a future that is done).
+        return await future
 
     async def _loop(self) -> None:
         while True:
