@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 
 from core.clock import Clock
@@ -18,6 +15,7 @@ from core.tools import Tool
 from gateway.app import create_app
 from gateway.config import Settings, load_settings
 from gateway.runtime import Gateway
+from tests.fakes.loopback import LoopbackServer
 
 
 @dataclass
@@ -45,13 +43,6 @@ class RunningGateway:
         return await self.client.post(f"/webhook/{route}", json=body)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
 async def running_gateway(
     home: Path,
@@ -63,20 +54,10 @@ async def running_gateway(
     """Start ``chatgate run``'s app for ``home`` on a free port; stop it on exit."""
     settings = load_settings(home, env or {})
     app = create_app(settings, tools=tools, clock=clock)
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
+    server = LoopbackServer(app, lifespan="on")
+    await server.start()
     try:
-        while not server.started:
-            if task.done():
-                await task
-                raise RuntimeError("gateway failed to start")
-            await asyncio.sleep(0.01)
-        base_url = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
-            yield RunningGateway(app, base_url, client, settings)
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            yield RunningGateway(app, server.url, client, settings)
     finally:
-        server.should_exit = True
-        await task
+        await server.stop()

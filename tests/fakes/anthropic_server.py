@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.openai_server import LoopbackServer
+from tests.fakes.loopback import LoopbackServer
 
 Json = dict[str, Any]
 

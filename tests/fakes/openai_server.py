@@ -13,8 +13,7 @@ in ``requests`` and consumes the next scripted step. With the script empty the
 server answers ``echo: <last user message>`` at once, which is cheap enough for
 benchmarks (pass ``record=False`` there so ``requests`` does not grow).
 
-``LoopbackServer`` is the reusable part: any ASGI app served by uvicorn in the
-running event loop, on an ephemeral port.
+The server itself is a ``tests.fakes.loopback.LoopbackServer``.
 """
 
 from __future__ import annotations
@@ -25,74 +24,20 @@ import itertools
 import json
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
+
+from tests.fakes.loopback import LoopbackServer
 
 Json = dict[str, Any]
 CREATED = 1_780_000_000
-
-
-class _SignalFreeServer(uvicorn.Server):
-    """A uvicorn server that leaves the process's signal handlers alone.
-
-    Several fakes start and stop inside one pytest process; letting each install
-    and restore SIGINT handlers could leave Ctrl-C pointing at a dead server.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-
-class LoopbackServer:
-    """Serves an ASGI app on 127.0.0.1:<ephemeral port> inside the current event loop."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=0,
-            lifespan="off",
-            log_config=None,  # leave the test process's logging configuration alone
-            access_log=False,
-            timeout_graceful_shutdown=2,
-        )
-        self._server = _SignalFreeServer(config)
-        self._task: asyncio.Task[None] | None = None
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``, valid once started."""
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self) -> None:
-        """Start serving; return once the socket accepts connections."""
-        self._task = asyncio.create_task(self._server.serve(), name="loopback-server")
-        while not self._server.started:
-            if self._task.done():
-                await self._task  # surfaces the startup error
-                raise RuntimeError("the loopback server stopped during startup")
-            await asyncio.sleep(0.005)  # uvicorn offers a flag, not an event
-        sockets = self._server.servers[0].sockets
-        self.port = int(sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        """Stop serving and wait for the server task to finish."""
-        if self._task is None:
-            return
-        self._server.should_exit = True
-        await self._task
-        self._task = None
 
 
 @dataclass(frozen=True, slots=True)
