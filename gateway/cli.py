@@ -61,9 +61,12 @@ def run() -> None:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.runtime import migrate
 
     settings = _settings()
     _configure_logging(settings)
+    # Fail with one line (not a lifespan traceback) when the database is unusable.
+    asyncio.run(migrate(settings))
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(settings),

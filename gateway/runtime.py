@@ -7,10 +7,14 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
 from adapters.base import Adapter
 from core.clock import Clock, SystemClock
 from core.commands import builtin_commands
 from core.conversations import Conversations, ConversationSettings
+from core.errors import StoreError
 from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
@@ -40,13 +44,20 @@ class Gateway:
 
 async def migrate(settings: Settings) -> None:
     """Bring the SessionDB schema up to date."""
-    engines = create_engines(
-        settings.database_url, busy_timeout_ms=settings.database.busy_timeout_ms
-    )
+    url = settings.database_url
+    engines = create_engines(url, busy_timeout_ms=settings.database.busy_timeout_ms)
     try:
         await upgrade(engines.write)
+    except (SQLAlchemyError, OSError) as exc:
+        where = make_url(url).render_as_string(hide_password=True)
+        raise StoreError(f"cannot open the SessionDB at {where}: {_reason(exc)}") from exc
     finally:
         await engines.dispose()
+
+
+def _reason(exc: BaseException) -> str:
+    root = exc.__cause__ or exc.__context__ or exc
+    return f"{root.__class__.__name__}: {root}".splitlines()[0]
 
 
 @asynccontextmanager

@@ -160,6 +160,18 @@ def test_db_upgrade_then_current(home: Path) -> None:
 # -- chatgate chat --------------------------------------------------------------------------
 
 
+def test_run_with_an_unreachable_database_says_so_in_one_line(home: Path) -> None:
+    port = free_port()  # nothing listens there
+    url = f"postgresql://chatgate:hunter2@127.0.0.1:{port}/chatgate"
+    result = chatgate("run", env=cli_env(CHATGATE_DATABASE_URL=url, CHATGATE_PORT=str(free_port())))
+
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("chatgate: cannot open the SessionDB at postgresql://chatgate:***@")
+    assert "Traceback" not in result.stderr
+    assert "hunter2" not in result.stderr + result.stdout
+
+
 def session_ids(output: str) -> list[str]:
     return SESSION_LINE.findall(output)
 

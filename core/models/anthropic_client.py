@@ -177,9 +177,9 @@ class AnthropicModel:
 
     def __init__(self, config: ModelConfig) -> None:
         if not config.api_key:
-            raise ConfigError("model.api_key", "set ANTHROPIC_API_KEY")
+            raise ConfigError("model.anthropic_api_key", "set ANTHROPIC_API_KEY")
         if not config.model:
-            raise ConfigError("model.model", "set CHATGATE_MODEL to a Claude model name")
+            raise ConfigError("model.name", "set CHATGATE_MODEL to a Claude model name")
         self._config = config
         self._client = anthropic.AsyncAnthropic(
             api_key=config.api_key,

@@ -243,7 +243,7 @@ class OpenAIChatModel:
 
     def __init__(self, config: ModelConfig) -> None:
         if not config.model:
-            raise ConfigError("model.model", "set CHATGATE_MODEL to the model's name")
+            raise ConfigError("model.name", "set CHATGATE_MODEL to the model's name")
         self._config = config
         self._client = _client_for(config)
 
