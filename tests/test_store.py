@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
-import socket
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -28,34 +24,10 @@ from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, Turn
 from core.store.schema import inbox, messages, outbox, sessions
 from core.store.tx import Tx, insert_sql
 from migrations.runner import current_revision, upgrade
+from tests.postgres import postgres_database
 
-PG_HOST, PG_PORT = "127.0.0.1", 5432
-PG_ADMIN = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/test"
 BUSY_TIMEOUT_MS = 1234
 T0 = 1_780_000_000.0
-
-
-def postgres_reachable() -> bool:
-    try:
-        with socket.create_connection((PG_HOST, PG_PORT), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-@asynccontextmanager
-async def postgres_database() -> AsyncIterator[str]:
-    """A fresh PostgreSQL database of its own, dropped afterwards."""
-    if not postgres_reachable():
-        pytest.skip(f"PostgreSQL is not reachable at {PG_HOST}:{PG_PORT}")
-    name = f"chatgate_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(PG_ADMIN)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield f"postgresql://postgres@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
