@@ -126,8 +126,10 @@ class SessionRouter:
                 raise
             replies = await self._on_cancelled(item)
         except Exception:  # the handler records its own failures; reaching here is a bug
+            # (or the SessionDB refused the outcome): the item stays pending in the inbox
+            # and runs again at the next start, so waiters hear "not done", not "no reply".
             log.exception("turn for inbox %s crashed", item.id)
-            replies = TurnReplies(item.session_id, [])
+            replies = TurnReplies(item.session_id, [], pending=True)
         finally:
             lane.current = None
         self.resolve(item.id, replies)
