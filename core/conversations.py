@@ -7,6 +7,7 @@ commits the outcome (transcript, replies, inbox status) in one transaction.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import secrets
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
 SystemMessageFor = Callable[[InboundMessage], str | None]
+MemoryBlocksFor = Callable[[InboundMessage], Sequence[str]]
 
 
 @dataclass(slots=True)
@@ -71,6 +73,7 @@ class Conversations:
         settings: ConversationSettings,
         *,
         system_message_for: SystemMessageFor = lambda _msg: None,
+        memory_blocks_for: MemoryBlocksFor = lambda _msg: (),
     ) -> None:
         self.db = db
         self.runner = runner
@@ -80,6 +83,7 @@ class Conversations:
         self._clock = clock
         self._settings = settings
         self._system_message_for = system_message_for
+        self._memory_blocks_for = memory_blocks_for
         self._deliverers: list[Deliver] = []
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
         self._tasks = TaskSet("conversations")
@@ -313,6 +317,7 @@ class Conversations:
                 started_at=now,
                 tool_names=self.runner.tools.names(),
                 system_message=self._system_message_for(msg),
+                memory_blocks=await asyncio.to_thread(self._memory_blocks_for, msg),
             )
         )
         new = SessionRow(

@@ -79,6 +79,13 @@ class SessionSettings(_Section):
     idle_worker_seconds: float = Field(default=300.0, gt=0)
 
 
+class MemorySettings(_Section):
+    enabled: bool = True
+    memory_chars: int = Field(default=2200, ge=100, le=100_000)
+    user_chars: int = Field(default=1375, ge=100, le=100_000)
+    user_scope: Literal["profile", "per_user"] = "profile"
+
+
 class PromptSettings(_Section):
     identity: str = ""
 
@@ -93,6 +100,7 @@ class Settings(_Section):
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     prompt: PromptSettings = Field(default_factory=PromptSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @property
     def database_url(self) -> str:

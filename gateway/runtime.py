@@ -15,6 +15,8 @@ from core.clock import Clock, SystemClock
 from core.commands import builtin_commands
 from core.conversations import Conversations, ConversationSettings
 from core.errors import StoreError
+from core.memory.memory_tool import MemoryTool
+from core.memory.profile import MemoryFiles, MemoryLimits
 from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
@@ -111,6 +113,9 @@ def _conversations(
     clock: Clock,
 ) -> Conversations:
     registry = ToolRegistry()
+    memory = _memory_files(settings)
+    if memory is not None:
+        registry.register(MemoryTool(memory))
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
@@ -131,7 +136,20 @@ def _conversations(
             idle_worker_seconds=settings.sessions.idle_worker_seconds,
         ),
         system_message_for=system_message_for,
+        memory_blocks_for=(
+            (lambda msg: memory.snapshot(msg.platform, msg.user_id)) if memory else lambda _: ()
+        ),
     )
+
+
+def _memory_files(settings: Settings) -> MemoryFiles | None:
+    m = settings.memory
+    if not m.enabled:
+        return None
+    limits = MemoryLimits(
+        memory_chars=m.memory_chars, user_chars=m.user_chars, user_scope=m.user_scope
+    )
+    return MemoryFiles(settings.home, limits)
 
 
 def _announce_model(model: ModelClient) -> None:

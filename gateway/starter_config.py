@@ -48,4 +48,10 @@ sessions:
 
 prompt:
   identity: ""             # replaces the built-in identity paragraph of the system prompt
+
+memory:
+  enabled: true            # the `memory` tool and the MEMORY.md / USER.md prompt snapshot
+  memory_chars: 2200       # budget of memories/MEMORY.md (the agent's notes)
+  user_chars: 1375         # budget of memories/USER.md (the user profile)
+  user_scope: profile      # profile: one USER.md; per_user: memories/users/<platform>-<user>.md
 """

@@ -19,6 +19,14 @@ DEFAULT_IDENTITY = (
     "plainly when you do not know something."
 )
 
+MEMORY_GUIDANCE = (
+    "You have a bounded, persistent memory (the `memory` tool). Save durable facts that "
+    "will matter in later sessions: the user's stable preferences and details about "
+    "themselves go to target 'user', your own notes about the environment and lessons "
+    "learned go to target 'memory'. Do not save one-off task state or whole "
+    "conversations. Writes take effect in the next session's prompt, not this one."
+)
+
 PLATFORM_HINTS = {
     "webhook": "Replies are delivered as plain text over an HTTP webhook.",
     "terminal": "You are talking in a terminal; plain text and simple markdown render well.",
@@ -38,6 +46,8 @@ class PromptContext:
     started_at: float
     tool_names: Sequence[str] = ()
     system_message: str | None = None
+    # MEMORY.md / USER.md rendered once at session start (the frozen snapshot).
+    memory_blocks: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +80,13 @@ class BasicPromptBuilder:
 
     def build(self, ctx: PromptContext) -> PromptParts:
         stable = [self._identity]
+        if "memory" in ctx.tool_names:
+            stable.append(MEMORY_GUIDANCE)
         hint = PLATFORM_HINTS.get(ctx.platform)
         if hint:
             stable.append(hint)
         started = datetime.fromtimestamp(ctx.started_at, tz=UTC)
-        volatile = (
+        metadata = (
             # The date only, so the bytes stay the same all day long.
             f"Conversation started: {started:%A, %B} {started.day}, {started.year}\n"
             f"Session: {ctx.session_id}\n"
@@ -83,5 +95,5 @@ class BasicPromptBuilder:
         return PromptParts(
             stable="\n\n".join(stable),
             context=(ctx.system_message or "").strip(),
-            volatile=volatile,
+            volatile="\n\n".join([*ctx.memory_blocks, metadata]),
         )
