@@ -19,19 +19,10 @@ async def pg_url() -> AsyncIterator[str]:
         yield url
 
 
-def model_env(fake: FakeOpenAIServer, url: str) -> dict[str, str]:
-    return {
-        "CHATGATE_DATABASE_URL": url,
-        "OPENAI_BASE_URL": fake.base_url,
-        "OPENAI_API_KEY": "sk-test",
-        "CHATGATE_MODEL": "fake-model",
-    }
-
-
 async def test_conversation_survives_a_restart_on_postgres(
     home: Path, pg_url: str, fake_openai: FakeOpenAIServer
 ) -> None:
-    env = model_env(fake_openai, pg_url)
+    env = fake_openai.gateway_env(CHATGATE_DATABASE_URL=pg_url)
     async with running_gateway(home, env) as gw:
         first = await gw.say("hello from postgres", message_id="m1")
         duplicate = await gw.say("hello from postgres", message_id="m1")

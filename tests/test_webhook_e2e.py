@@ -26,14 +26,6 @@ Json = dict[str, Any]
 DOWN_REPLY = "The model provider is not answering right now; please try again shortly."
 
 
-def model_env(fake: FakeOpenAIServer) -> dict[str, str]:
-    return {
-        "OPENAI_BASE_URL": fake.base_url,
-        "OPENAI_API_KEY": "test",
-        "CHATGATE_MODEL": "fake-model",
-    }
-
-
 def write_config(home: Path, **sections: Json) -> None:
     """config.yaml with fast retries (tests never wait on real backoff) plus ``sections``."""
     model = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, "max_retries": 2}
@@ -83,7 +75,7 @@ async def turn_of(gw: RunningGateway, message_id: str) -> TurnReplies:
 
 async def test_hello_is_answered_by_the_model(home: Path, fake_openai: FakeOpenAIServer) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         response = await gw.say("hello")
         session = await gw.gateway.db.session(response.json()["session_id"])
 
@@ -99,7 +91,7 @@ async def test_hello_is_answered_by_the_model(home: Path, fake_openai: FakeOpenA
 
 async def test_turn_is_stored_with_its_session(home: Path, fake_openai: FakeOpenAIServer) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         response = await gw.say("hello", message_id="m1")
         stored = await rows(gw, select(messages).order_by(messages.c.id))
         [item] = await inbox_rows(gw)
@@ -120,7 +112,7 @@ async def test_new_and_reset_start_fresh_sessions(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         first = (await gw.say("one")).json()["session_id"]
         ended = await gw.say("/new")
         second = (await gw.say("two")).json()["session_id"]
@@ -143,11 +135,11 @@ async def test_restart_keeps_session_prompt_and_history(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     write_config(home, prompt={"identity": "You are the first identity."})
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         before = (await gw.say("hello")).json()["session_id"]
     # A changed configuration must not touch the prompt of a session already running.
     write_config(home, prompt={"identity": "You are the second identity."})
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         response = await gw.say("again")
         after = response.json()["session_id"]
         await gw.say("/new")
@@ -176,7 +168,7 @@ async def test_duplicate_message_id_runs_one_turn(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         first = await gw.say("hello", message_id="m1")
         again = await gw.say("hello", message_id="m1")
         items = await inbox_rows(gw)
@@ -192,7 +184,7 @@ async def test_duplicate_while_the_first_is_running_shares_its_turn(
 ) -> None:
     write_config(home)
     fake_openai.latency_seconds = 0.2
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         first, again = await asyncio.gather(
             gw.say("hello", message_id="m1"), gw.say("hello", message_id="m1")
         )
@@ -207,7 +199,7 @@ async def test_concurrent_posts_to_one_chat_are_answered_in_order(
 ) -> None:
     write_config(home)
     fake_openai.latency_seconds = 0.2  # each turn takes long enough for the posts to overlap
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         responses = await asyncio.gather(
             *(gw.say(f"msg {i}", message_id=f"m{i}") for i in range(1, 6))
         )
@@ -232,7 +224,7 @@ async def test_concurrent_posts_to_one_chat_are_answered_in_order(
 async def test_fifty_chats_in_parallel(home: Path, fake_openai: FakeOpenAIServer) -> None:
     write_config(home)
     fake_openai.latency_seconds = 0.2
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         started = time.monotonic()
         responses = await asyncio.gather(
             *(gw.say(f"hi from {i}", chat_id=f"chat-{i}") for i in range(50))
@@ -253,7 +245,7 @@ async def test_fifty_chats_in_parallel(home: Path, fake_openai: FakeOpenAIServer
 async def test_provider_500_then_success(home: Path, fake_openai: FakeOpenAIServer) -> None:
     write_config(home)
     fake_openai.fail(status=500)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         response = await gw.say("hello")
 
     assert texts(response) == ["echo: hello"]
@@ -266,7 +258,7 @@ async def test_provider_down_gives_clear_reply_and_no_half_turn(
     write_config(home)
     for _ in range(3):  # the first try and both retries
         fake_openai.fail(status=500)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         failed = await gw.say("are you there", message_id="m1")
         attempts = len(fake_openai.requests)
         stored_after_failure = await rows(gw, select(messages))
@@ -314,7 +306,7 @@ async def test_rate_limit_retry_after_is_honoured(
 ) -> None:
     write_config(home)  # our own backoff is at most 0.05 s
     fake_openai.fail(status=429, retry_after=0.6)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         started = time.monotonic()
         response = await gw.say("hello")
         elapsed = time.monotonic() - started
@@ -328,7 +320,7 @@ async def test_rate_limit_until_retries_run_out(home: Path, fake_openai: FakeOpe
     write_config(home)
     for _ in range(3):
         fake_openai.fail(status=429, retry_after=0)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         response = await gw.say("hello")
 
     [reply] = texts(response)
@@ -367,7 +359,7 @@ async def test_tool_call_round_trip(home: Path, fake_openai: FakeOpenAIServer) -
     tool = AddTool()
     fake_openai.reply_tool_call("add", {"a": 2, "b": 3}, call_id="call_add")
     fake_openai.reply_text("2 + 3 = 5")
-    async with running_gateway(home, model_env(fake_openai), tools=[tool]) as gw:
+    async with running_gateway(home, fake_openai.gateway_env(), tools=[tool]) as gw:
         response = await gw.say("what is 2 + 3?")
         session_id = response.json()["session_id"]
         stored = await rows(gw, select(messages).order_by(messages.c.id))
@@ -400,7 +392,7 @@ async def test_tool_call_round_trip(home: Path, fake_openai: FakeOpenAIServer) -
 
 async def test_status_and_help(home: Path, fake_openai: FakeOpenAIServer) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         empty = texts(await gw.say("/status", chat_id="fresh"))[0]
         session_id = (await gw.say("hello")).json()["session_id"]
         status = texts(await gw.say("/status"))[0]
@@ -421,7 +413,7 @@ async def test_stop_cancels_the_running_turn_and_keeps_the_queue(
 ) -> None:
     write_config(home)
     fake_openai.hang(30)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         slow = asyncio.create_task(gw.say("slow question", message_id="m1"))
         await until(lambda: len(fake_openai.requests) == 1)
         queued = asyncio.create_task(gw.say("next question", message_id="m2"))
@@ -443,7 +435,7 @@ async def test_stop_cancels_the_running_turn_and_keeps_the_queue(
 
 async def test_stop_with_nothing_running(home: Path, fake_openai: FakeOpenAIServer) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         response = await gw.say("/stop")
 
     assert texts(response) == ["Nothing is running."]
@@ -472,7 +464,7 @@ async def test_wait_false_then_pull_replies_with_an_advancing_cursor(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     write_config(home)
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         await post_queued(gw, "first", "m1")
         turn = await turn_of(gw, "m1")
         page1 = await pull(gw, after=0)
@@ -501,7 +493,7 @@ async def test_pulled_replies_appear_without_help_from_the_core(
     """The client's view: post with wait=false, then poll GET until the reply is there."""
     write_config(home)
     fake_openai.latency_seconds = 0.1
-    async with running_gateway(home, model_env(fake_openai)) as gw:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
         await post_queued(gw, "hello", "m1")
         deadline = time.monotonic() + 10
         page = await pull(gw, after=0)

@@ -102,6 +102,15 @@ class FakeOpenAIServer:
         """The ``base_url`` to give the openai client (ends in ``/v1``)."""
         return f"{self._server.url}/v1"
 
+    def gateway_env(self, **extra: str) -> dict[str, str]:
+        """Environment variables that point chatgate at this server (plus ``extra``)."""
+        return {
+            "OPENAI_BASE_URL": self.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "CHATGATE_MODEL": "fake-model",
+            **extra,
+        }
+
     @property
     def pending_steps(self) -> int:
         """Scripted steps not yet consumed."""
