@@ -84,6 +84,11 @@ class MemorySettings(_Section):
     memory_chars: int = Field(default=2200, ge=100, le=100_000)
     user_chars: int = Field(default=1375, ge=100, le=100_000)
     user_scope: Literal["profile", "per_user"] = "profile"
+    # Stage every memory write for a person to approve (/memory approve, chatgate memory).
+    write_approval: bool = False
+    # An external memory provider beside the built-in files, by name ("" = none).
+    provider: str = ""
+    provider_options: dict[str, Any] = Field(default_factory=dict)
 
 
 class PromptSettings(_Section):
