@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
+from core import status
 from core.clock import Clock
 from core.commands import STOP, Command, CommandRegistry
 from core.delivery_log import DeliveryLog
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
 SystemMessageFor = Callable[[InboundMessage], str | None]
 MemoryBlocksFor = Callable[[InboundMessage], Sequence[str]]
+StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
 
 
 @dataclass(slots=True)
@@ -85,6 +87,7 @@ class Conversations:
         self._system_message_for = system_message_for
         self._memory_blocks_for = memory_blocks_for
         self._deliverers: list[Deliver] = []
+        self._status_lines: list[StatusLines] = []
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
         self._tasks = TaskSet("conversations")
         self._delivery_log = DeliveryLog(db, clock)
@@ -108,6 +111,10 @@ class Conversations:
     def on_replies(self, deliver: Deliver) -> None:
         """Call ``deliver`` with every batch of replies once it is committed."""
         self._deliverers.append(deliver)
+
+    def on_status(self, lines: StatusLines) -> None:
+        """Add ``lines(session)`` to what ``/status`` reports for an open session."""
+        self._status_lines.append(lines)
 
     # ingress
     async def accept(self, msg: InboundMessage) -> Accepted:
@@ -341,26 +348,10 @@ class Conversations:
     async def describe_status(self, item: InboxItem) -> str:
         state = self._sessions.get(item.session_key)
         row = state.row if state else await self.db.active_session(item.session_key)
-        model = self.runner.model
-        lines = []
-        if row is None:
-            lines.append("Session: none yet (your next message starts one)")
-        else:
-            started = datetime.fromtimestamp(row.started_at, tz=UTC)
-            tiers = row.prompt_tiers or {}
-            lines += [
-                f"Session: {row.id}",
-                f"Started: {started:%Y-%m-%d %H:%M} UTC",
-                f"Turns: {row.turn_count} (messages: {row.message_count})",
-                "Prompt: " + ", ".join(f"{k} {v} B" for k, v in tiers.items()),
-            ]
-        lines.append(f"Model: {model.model} (provider: {model.provider})")
-        if model.provider == "offline":
-            lines.append(
-                "No model is configured; set OPENAI_BASE_URL, OPENAI_API_KEY and "
-                "CHATGATE_MODEL (or ANTHROPIC_API_KEY) and restart."
-            )
-        return "\n".join(lines)
+        extras = [await extra(row) for extra in self._status_lines] if row else []
+        return status.render(
+            [status.session_lines(row), *extras, status.model_lines(self.runner.model)]
+        )
 
     def command_help(self) -> str:
         return self.commands.help_text()

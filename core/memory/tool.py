@@ -141,6 +141,9 @@ def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
+NO_CHANGE = "Nothing changed: the entry already exists."
+
+
 def usage_text(chars: int, limit: int) -> str:
     return f"{chars:,}/{limit:,}"
 
@@ -149,7 +152,7 @@ def success_payload(
     target: str, store: MemoryStore, operations: Sequence[Operation], result: Result
 ) -> dict[str, Any]:
     if not result.changed:
-        message = "Nothing changed: the entry already exists."
+        message = NO_CHANGE
     elif len(operations) == 1:
         message = f"{_DONE[operations[0].action]} It is in the prompt from the next session on."
     else:

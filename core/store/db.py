@@ -112,6 +112,10 @@ class SessionDB:
         async with self.engines.read.connect() as conn:
             return await session_ops.history(conn, session_id)
 
+    async def tool_results(self, session_id: str, tool_name: str) -> list[str | None]:
+        async with self.engines.read.connect() as conn:
+            return await session_ops.tool_results(conn, session_id, tool_name)
+
     # turns and replies
     async def finish_turn(self, outcome: TurnOutcome) -> list[OutboundMessage]:
         return await self.write(lambda c: write_turn(c, outcome))

@@ -83,6 +83,20 @@ async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]
     ]
 
 
+async def tool_results(conn: AsyncConnection, session_id: str, tool_name: str) -> list[str | None]:
+    """The results of every call of ``tool_name`` in the session, oldest first."""
+    rows = await conn.execute(
+        select(messages.c.content)
+        .where(
+            messages.c.session_id == session_id,
+            messages.c.role == "tool",
+            messages.c.tool_name == tool_name,
+        )
+        .order_by(messages.c.id)
+    )
+    return [r.content for r in rows]
+
+
 async def recent(conn: AsyncConnection, limit: int) -> list[SessionRow]:
     rows = await conn.execute(
         select(sessions).order_by(sessions.c.last_active_at.desc()).limit(limit)
