@@ -22,6 +22,7 @@ from core.clock import Clock
 from core.commands import STOP, Command, CommandRegistry
 from core.delivery_log import DeliveryLog
 from core.errors import ModelError, ModelRequestError, RateLimited
+from core.memory.provider import MemoryProviders, compose_user_api_content
 from core.messages import InboundMessage, OutboundMessage
 from core.models.base import ChatMessage
 from core.prompt.builder import PromptBuilder, PromptContext
@@ -76,6 +77,7 @@ class Conversations:
         *,
         system_message_for: SystemMessageFor = lambda _msg: None,
         memory_blocks_for: MemoryBlocksFor = lambda _msg: (),
+        memory_providers: MemoryProviders | None = None,
     ) -> None:
         self.db = db
         self.runner = runner
@@ -86,6 +88,7 @@ class Conversations:
         self._settings = settings
         self._system_message_for = system_message_for
         self._memory_blocks_for = memory_blocks_for
+        self._providers = memory_providers or MemoryProviders()
         self._deliverers: list[Deliver] = []
         self._status_lines: list[StatusLines] = []
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
@@ -188,9 +191,12 @@ class Conversations:
 
     async def _run_turn(self, state: _SessionState, item: InboxItem) -> TurnResult:
         msg = item.message
+        # Turn-only recall goes into the API copy of the user message, never the transcript.
+        recall = await self._providers.prefetch(msg.text, session_id=state.row.id)
         user = NewMessage(
             role="user",
             content=msg.text,
+            api_content=compose_user_api_content(msg.text, recall),
             created_at=msg.received_at,
             platform_message_id=msg.platform_message_id,
         )
@@ -221,6 +227,10 @@ class Conversations:
             output_tokens=result.output_tokens,
         )
         replies = await self._finish(outcome)
+        self._tasks.spawn(
+            self._providers.sync_turn(item.message.text, result.reply, session_id=state.row.id),
+            name=f"memory-sync:{item.session_key}",
+        )
         state.history = result.api_view
         state.row = dataclasses.replace(
             state.row,
@@ -286,6 +296,8 @@ class Conversations:
         replies = await self._finish(outcome)
         if reply.end_session_reason is not None:
             self._sessions.pop(item.session_key, None)
+            if state is not None:
+                await self._providers.on_session_end(state.row.id)
         return replies
 
     async def _finish(self, outcome: TurnOutcome) -> TurnReplies:
@@ -302,6 +314,7 @@ class Conversations:
             self._sessions.move_to_end(key)
             return state
         row = await self.db.active_session(key) or await self._open_session(item)
+        await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
         # A session opened just now has no transcript to read back.
         stored = await self.db.history(row.id) if row.message_count else []
         state = self._sessions[key] = _SessionState(row, [to_chat(m) for m in stored])
@@ -324,7 +337,10 @@ class Conversations:
                 started_at=now,
                 tool_names=self.runner.tools.names(),
                 system_message=self._system_message_for(msg),
-                memory_blocks=await asyncio.to_thread(self._memory_blocks_for, msg),
+                memory_blocks=[
+                    *await asyncio.to_thread(self._memory_blocks_for, msg),
+                    *self._providers.system_prompt_blocks(),
+                ],
             )
         )
         new = SessionRow(
