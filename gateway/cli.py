@@ -16,6 +16,7 @@ from rich.table import Table
 from core.errors import ChatgateError, ConfigError
 from core.store.db import SessionDB
 from gateway.config import Settings, default_home, load_settings
+from gateway.memory_cli import memory_app
 from gateway.starter_config import STARTER_CONFIG
 
 T = TypeVar("T")
@@ -27,6 +28,7 @@ db_app = typer.Typer(no_args_is_help=True, help="SessionDB schema.")
 sessions_app = typer.Typer(no_args_is_help=True, help="Inspect sessions.")
 app.add_typer(db_app, name="db")
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(memory_app, name="memory")
 console = Console()
 err = Console(stderr=True)
 

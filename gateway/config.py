@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from core.errors import ConfigError
+from core.memory.profile import MemoryLimits
 from core.models.base import ModelConfig
 
 
@@ -86,9 +87,14 @@ class MemorySettings(_Section):
     user_scope: Literal["profile", "per_user"] = "profile"
     # Stage every memory write for a person to approve (/memory approve, chatgate memory).
     write_approval: bool = False
+    # Who may /memory approve and /memory reject in chat ("platform:user_id"); empty: anyone.
+    approvers: list[str] = Field(default_factory=list)
     # An external memory provider beside the built-in files, by name ("" = none).
     provider: str = ""
     provider_options: dict[str, Any] = Field(default_factory=dict)
+
+    def limits(self) -> MemoryLimits:
+        return MemoryLimits(self.memory_chars, self.user_chars, self.user_scope)
 
 
 class PromptSettings(_Section):

@@ -12,11 +12,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.base import Adapter
 from core.clock import Clock, SystemClock
-from core.commands import builtin_commands
+from core.commands import CommandRegistry, builtin_commands
 from core.conversations import Conversations, ConversationSettings
 from core.errors import StoreError
+from core.memory.approval import PendingWrites
+from core.memory.commands import memory_commands
 from core.memory.memory_tool import MemoryTool
-from core.memory.profile import MemoryFiles, MemoryLimits
+from core.memory.profile import MemoryFiles
 from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
@@ -113,9 +115,10 @@ def _conversations(
     clock: Clock,
 ) -> Conversations:
     registry = ToolRegistry()
+    commands = builtin_commands()
     memory = _memory_files(settings)
     if memory is not None:
-        registry.register(MemoryTool(memory))
+        _register_memory(settings, memory, registry, commands)
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
@@ -129,7 +132,7 @@ def _conversations(
         db,
         runner,
         BasicPromptBuilder(settings.prompt.identity),
-        builtin_commands(),
+        commands,
         clock,
         ConversationSettings(
             group_sessions_per_user=settings.sessions.group_sessions_per_user,
@@ -143,13 +146,21 @@ def _conversations(
 
 
 def _memory_files(settings: Settings) -> MemoryFiles | None:
-    m = settings.memory
-    if not m.enabled:
+    if not settings.memory.enabled:
         return None
-    limits = MemoryLimits(
-        memory_chars=m.memory_chars, user_chars=m.user_chars, user_scope=m.user_scope
-    )
-    return MemoryFiles(settings.home, limits)
+    return MemoryFiles(settings.home, settings.memory.limits())
+
+
+def _register_memory(
+    settings: Settings, memory: MemoryFiles, tools: ToolRegistry, commands: CommandRegistry
+) -> None:
+    m = settings.memory
+    pending = PendingWrites(settings.home)
+    tools.register(MemoryTool(memory, pending if m.write_approval else None))
+    for command in memory_commands(
+        memory, pending, approval=m.write_approval, approvers=m.approvers
+    ):
+        commands.register(command)
 
 
 def _announce_model(model: ModelClient) -> None:

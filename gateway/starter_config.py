@@ -54,4 +54,8 @@ memory:
   memory_chars: 2200       # budget of memories/MEMORY.md (the agent's notes)
   user_chars: 1375         # budget of memories/USER.md (the user profile)
   user_scope: profile      # profile: one USER.md; per_user: memories/users/<platform>-<user>.md
+  write_approval: false    # stage each write in pending/memory/ until a person approves it
+                           # (/memory approve <id|all>, chatgate memory approve)
+  approvers: []            # who may approve/reject in chat, e.g. ["telegram:12345"];
+                           # empty: anyone in the chat (fine for a single-operator bot)
 """

@@ -7,12 +7,13 @@ Entries never carry leading or trailing whitespace and never contain a line that
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
 from core.memory.refusals import (
     AmbiguousMatch,
+    EntryChanged,
     InvalidContent,
     MemoryRefused,
     NoMatch,
@@ -30,11 +31,16 @@ Action = Literal["add", "patch", "remove"]
 @dataclass(frozen=True)
 class Operation:
     """``add`` appends ``content``; ``patch`` replaces the span ``old_text`` inside one entry
-    with ``content``; ``remove`` deletes the one entry that contains ``old_text``."""
+    with ``content``; ``remove`` deletes the one entry that contains ``old_text``.
+
+    ``pinned`` (set on writes staged for approval) is the full entry a patch or remove must
+    act on; when it is no longer present verbatim the batch is refused with ``EntryChanged``.
+    """
 
     action: Action
     content: str = ""
     old_text: str = ""
+    pinned: str | None = None
 
 
 def parse_entries(text: str) -> tuple[str, ...]:
@@ -73,7 +79,7 @@ def _apply_one(working: list[str], operation: Operation) -> None:
         if entry not in working:
             working.append(entry)
         return
-    position = find_entry(working, operation.old_text)
+    position = _target(working, operation)
     if operation.action == "remove":
         del working[position]
         return
@@ -84,6 +90,30 @@ def _apply_one(working: list[str], operation: Operation) -> None:
         del working[position]  # the patch made it a duplicate of another entry
     else:
         working[position] = patched
+
+
+def _target(working: Sequence[str], operation: Operation) -> int:
+    if operation.pinned is None:
+        return find_entry(working, operation.old_text)
+    if operation.pinned not in working:
+        raise EntryChanged(operation.pinned)
+    return working.index(operation.pinned)
+
+
+def pin_targets(entries: Sequence[str], operations: Sequence[Operation]) -> tuple[Operation, ...]:
+    """``operations`` with every patch and remove pinned to the entry it acts on in ``entries``.
+
+    Call it with a batch that applies cleanly to ``entries``; a later operation is pinned to
+    the entry as the earlier ones in the batch leave it.
+    """
+    working = list(entries)
+    pinned: list[Operation] = []
+    for operation in operations:
+        if operation.action != "add":
+            operation = replace(operation, pinned=working[_target(working, operation)])
+        pinned.append(operation)
+        _apply_one(working, operation)
+    return tuple(pinned)
 
 
 def checked_entry(content: str) -> str:

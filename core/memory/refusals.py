@@ -5,6 +5,7 @@ MemoryRefused                a write was refused; nothing was written
 ├── ThreatDetected           an entry would match a threat pattern (``pattern_id``)
 ├── NoMatch                  ``old_text`` is in no entry (``closest_entries``)
 ├── AmbiguousMatch           ``old_text`` is in several different entries (``matches``)
+├── EntryChanged             a staged patch/remove's pinned entry is gone (``entry``)
 └── OverLimit                the batch's final result would not fit (``projected``)
 
 ``index`` is the position of the failing operation in its batch (``None`` for OverLimit,
@@ -44,6 +45,14 @@ class AmbiguousMatch(MemoryRefused):
         super().__init__(f"{old_text!r} is in {len(matches)} different entries")
         self.old_text = old_text
         self.matches = matches
+
+
+class EntryChanged(MemoryRefused):
+    """The entry a staged patch or remove was pinned to is no longer present verbatim."""
+
+    def __init__(self, entry: str) -> None:
+        super().__init__(f"the entry it targets changed since it was staged: {entry!r}")
+        self.entry = entry
 
 
 class OverLimit(MemoryRefused):

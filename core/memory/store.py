@@ -112,20 +112,25 @@ class MemoryStore:
         return Result(entries, after, self.limit)
 
     def _write(self, entries: tuple[str, ...]) -> None:
-        descriptor, temp_name = tempfile.mkstemp(
-            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
-        )
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as temp:
-                temp.write(DELIMITER.join(entries))
-                temp.flush()
-                os.fsync(temp.fileno())
-            os.replace(temp_name, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            raise
-        _fsync_directory(self.path.parent)
+        write_atomically(self.path, DELIMITER.join(entries))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: temp file in the same folder, fsync, ``os.replace``."""
+    descriptor, temp_name = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as temp:
+            temp.write(text)
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    _fsync_directory(path.parent)
 
 
 def _displayed(entry: str) -> str:

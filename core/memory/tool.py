@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from core.memory.approval import PendingWrite, PendingWrites
 from core.memory.operations import Action, Operation
 from core.memory.refusals import (
     AmbiguousMatch,
@@ -80,17 +81,27 @@ class ArgumentError(ValueError):
     """The tool call's arguments are malformed; nothing was written."""
 
 
-def memory_tool_call(args: Mapping[str, Any], stores: Mapping[str, MemoryStore]) -> dict[str, Any]:
-    """Run one `memory` tool call against ``stores`` (keyed by target) and return its payload."""
+def memory_tool_call(
+    args: Mapping[str, Any],
+    stores: Mapping[str, MemoryStore],
+    pending: PendingWrites | None = None,
+) -> dict[str, Any]:
+    """Run one `memory` tool call against ``stores`` (keyed by target) and return its payload.
+
+    With ``pending`` (write approval on) a valid write that would change the store is staged
+    there instead of applied; checks and refusals are the same either way.
+    """
     try:
         target, operations = parse_arguments(args, stores)
     except ArgumentError as exc:
         return {"success": False, "error": f"{exc} Nothing was written."}
     store = stores[target]
-    result = store.apply(operations)
+    result = store.apply(operations) if pending is None else store.validate(operations)
     if result.refusal is not None:
         return refusal_payload(store, operations, result, result.refusal)
-    return success_payload(target, store, operations, result)
+    if pending is None or not result.changed:
+        return success_payload(target, store, operations, result)
+    return staged_payload(pending.stage(target, store, operations, result.before))
 
 
 def parse_arguments(
@@ -163,6 +174,17 @@ def success_payload(
         "usage": usage_text(result.chars, store.limit),
         "entry_count": len(result.after),
         "message": message,
+    }
+
+
+def staged_payload(write: PendingWrite) -> dict[str, Any]:
+    return {
+        "success": True,
+        "staged": True,
+        "pending_id": write.id,
+        "target": write.target,
+        "message": "Write approval is on: the change is staged, waiting for approval by a "
+        f"person (/memory approve {write.id}), and not on disk yet. Do not repeat it.",
     }
 
 

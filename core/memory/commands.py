@@ -1,0 +1,155 @@
+"""``/memory``: usage of this person's memory stores, and review of staged writes.
+
+``/memory`` shows both stores and whether write approval is on; ``/memory pending`` lists
+staged writes; ``/memory approve <id|all>`` and ``/memory reject <id|all>`` decide them.
+The texts are shared with ``chatgate memory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Iterable, Sequence
+from datetime import UTC, datetime
+
+from core.commands import Command, CommandHost, CommandReply
+from core.memory.approval import Decision, PendingNotFound, PendingWrite, PendingWrites
+from core.memory.operations import Operation
+from core.memory.profile import MemoryFiles
+from core.memory.store import MemoryStore
+from core.store.records import InboxItem
+
+USAGE = "Usage: /memory | /memory pending | /memory approve <id|all> | /memory reject <id|all>"
+PREVIEW_CHARS = 120
+
+
+def memory_commands(
+    files: MemoryFiles,
+    pending: PendingWrites,
+    *,
+    approval: bool,
+    approvers: Collection[str] = (),
+) -> tuple[Command, ...]:
+    """The ``/memory`` command. ``approvers`` ("platform:user_id") may approve and reject;
+    empty means anyone in the chat."""
+
+    def run(item: InboxItem, args: str) -> str:
+        verb, _, rest = args.strip().partition(" ")
+        verb, rest = verb.lower(), rest.strip()
+        message = item.message
+        if verb == "":
+            stores = files.stores_for(message.platform, message.user_id).values()
+            return show_text(stores, pending, approval=approval)
+        if verb == "pending" and not rest:
+            return pending_text(pending.list())
+        if verb in ("approve", "reject") and rest and len(rest.split()) == 1:
+            if approvers and f"{message.platform}:{message.user_id}" not in approvers:
+                return "Only the operator (memory.approvers) can approve or reject memory writes."
+            return decide_text(pending, verb, rest)
+        return USAGE
+
+    async def memory(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+        # File locks and fsync block: keep them off the event loop.
+        return CommandReply(await asyncio.to_thread(run, item, args))
+
+    summary = "memory usage; staged writes: /memory pending|approve|reject"
+    return (Command("memory", summary, memory),)
+
+
+def show_text(stores: Iterable[MemoryStore], pending: PendingWrites, *, approval: bool) -> str:
+    lines = [store_line(store) for store in stores]
+    waiting = len(pending.list())
+    if approval:
+        lines.append(f"Write approval: on, {_writes(waiting)} pending (/memory pending).")
+    else:
+        lines.append("Write approval: off (memory.write_approval); writes go to disk at once.")
+        if waiting:
+            lines.append(f"{_writes(waiting)} staged earlier still pending (/memory pending).")
+    return "\n".join(lines)
+
+
+def store_line(store: MemoryStore) -> str:
+    entries = store.entries()
+    used = store.usage()
+    percent = used * 100 // store.limit
+    return (
+        f"{store.label}: {used:,}/{store.limit:,} chars ({percent}%), "
+        f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}"
+    )
+
+
+def pending_text(writes: Sequence[PendingWrite], command: str = "/memory") -> str:
+    if not writes:
+        return "No memory writes are pending."
+    blocks = [f"{_writes(len(writes))} pending:"]
+    blocks.extend(describe(write) for write in writes)
+    blocks.append(f"Decide with {command} approve <id|all> or {command} reject <id|all>.")
+    return "\n".join(blocks)
+
+
+def describe(write: PendingWrite) -> str:
+    """A staged write: id, target, when, one line per operation (pinned entries in full)."""
+    when = datetime.fromtimestamp(write.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"{write.id}  {write.target}  {when}"]
+    lines.extend(f"  {operation_line(op)}" for op in write.operations)
+    if write.last_refusal:
+        lines.append(f"  last approval refused: {write.last_refusal}")
+    return "\n".join(lines)
+
+
+def operation_line(op: Operation) -> str:
+    if op.action == "add":
+        return f"add: {_preview(op.content)}"
+    entry = "(no pinned entry)" if op.pinned is None else repr(op.pinned)
+    if op.action == "remove":
+        return f"remove entry: {entry}"
+    return f"patch {_preview(op.old_text)!r} -> {_preview(op.content)!r} in entry: {entry}"
+
+
+def decide_text(pending: PendingWrites, verb: str, which: str) -> str:
+    """Approve or reject one id or ``all``, as a reply for the reviewer."""
+    every = which.lower() == "all"
+    try:
+        if verb == "approve":
+            if every:
+                return _approved_all(pending.approve_all())
+            return decision_text(pending.approve(which))
+        if every:
+            return _rejected_all(pending.reject_all())
+        return f"Rejected {pending.reject(which).id}; nothing was written."
+    except PendingNotFound as exc:
+        return f"No pending memory write {exc.pending_id!r}. See /memory pending."
+
+
+def decision_text(decision: Decision, command: str = "/memory") -> str:
+    write = decision.write
+    if not decision.approved:
+        return (
+            f"Not approved {write.id}, still pending: {decision.refusal}. "
+            f"Drop it with {command} reject {write.id}."
+        )
+    result = decision.result
+    usage = "" if result is None else f" {write.label} now {result.chars:,}/{write.limit:,} chars."
+    lines = [f"Approved {write.id} ({write.target}).{usage}"]
+    lines.extend(f"  replaced or removed: {entry!r}" for entry in decision.replaced)
+    return "\n".join(lines)
+
+
+def _approved_all(decisions: Sequence[Decision]) -> str:
+    if not decisions:
+        return "No memory writes are pending."
+    return "\n".join(decision_text(decision) for decision in decisions)
+
+
+def _rejected_all(writes: Sequence[PendingWrite]) -> str:
+    if not writes:
+        return "No memory writes are pending."
+    return f"Rejected {_writes(len(writes))}: {', '.join(w.id for w in writes)}."
+
+
+def _writes(count: int) -> str:
+    return f"{count} write" if count == 1 else f"{count} writes"
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
