@@ -20,6 +20,7 @@ from core.models.base import ModelClient
 from core.tools import Tool
 from gateway import metrics
 from gateway.config import Settings
+from gateway.memory_setup import memory_setup
 from gateway.runtime import Gateway, open_gateway
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def create_app(
     model: ModelClient | None = None,
 ) -> FastAPI:
     """Build the app; the gateway starts in its lifespan and stops with it."""
+    memory = memory_setup(settings)  # before start-up: a bad provider is a config error
     adapters: list[Adapter] = []
     webhook = WebhookAdapter(webhook_options(settings)) if settings.webhook.enabled else None
     if webhook is not None:
@@ -55,7 +57,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_gateway(settings, adapters, tools=tools, clock=clock, model=model) as gw:
+        async with open_gateway(
+            settings, adapters, tools=tools, clock=clock, model=model, memory=memory
+        ) as gw:
             app.state.gateway = gw
             # Start-up has built what lives as long as the process: imported modules,
             # pydantic validators, SQLAlchemy metadata, the routes (~120k objects).

@@ -66,12 +66,13 @@ def run() -> None:
     from gateway.runtime import migrate
 
     settings = _settings()
+    app_ = create_app(settings)  # configuration errors first, before any log line
     _configure_logging(settings)
     # Fail with one line (not a lifespan traceback) when the database is unusable.
     asyncio.run(migrate(settings))
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(settings),
+            app_,
             host=settings.server.host,
             port=settings.server.port,
             log_level=settings.server.log_level,

@@ -12,13 +12,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.base import Adapter
 from core.clock import Clock, SystemClock
-from core.commands import CommandRegistry, builtin_commands
+from core.commands import builtin_commands
 from core.conversations import Conversations, ConversationSettings
 from core.errors import StoreError
-from core.memory.approval import PendingWrites
-from core.memory.commands import memory_commands
-from core.memory.memory_tool import MemoryTool
-from core.memory.profile import MemoryFiles
+from core.memory.status import memory_status
 from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
@@ -29,6 +26,7 @@ from core.tools import Tool, ToolRegistry
 from core.turn import TurnRunner
 from gateway.config import Settings
 from gateway.delivery import PushDelivery
+from gateway.memory_setup import MemorySetup, memory_setup
 from migrations.runner import upgrade
 
 log = logging.getLogger(__name__)
@@ -72,6 +70,7 @@ async def open_gateway(
     tools: Sequence[Tool] = (),
     clock: Clock | None = None,
     model: ModelClient | None = None,
+    memory: MemorySetup | None = None,
 ) -> AsyncIterator[Gateway]:
     """Migrate, open the SessionDB, start the core and every adapter; undo all on exit."""
     clock = clock or SystemClock()
@@ -90,11 +89,13 @@ async def open_gateway(
             stack.push_async_callback(model.aclose)
         _announce_model(model)
         conversations = await stack.enter_async_context(
-            _conversations(settings, db, model, tools, clock)
+            _conversations(settings, db, model, tools, clock, memory or memory_setup(settings))
         )
         gateway = Gateway(settings, db, conversations, model, {a.name: a for a in adapters})
         delivery = PushDelivery(db, gateway.adapters, clock)
         conversations.on_replies(delivery.deliver)
+        if settings.memory.enabled:
+            conversations.on_status(memory_status(db))
         for adapter in adapters:
             await adapter.start(conversations)
             stack.push_async_callback(adapter.stop)
@@ -113,12 +114,11 @@ def _conversations(
     model: ModelClient,
     tools: Sequence[Tool],
     clock: Clock,
+    memory: MemorySetup,
 ) -> Conversations:
     registry = ToolRegistry()
     commands = builtin_commands()
-    memory = _memory_files(settings)
-    if memory is not None:
-        _register_memory(settings, memory, registry, commands)
+    memory.register(settings, registry, commands)
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
@@ -139,28 +139,9 @@ def _conversations(
             idle_worker_seconds=settings.sessions.idle_worker_seconds,
         ),
         system_message_for=system_message_for,
-        memory_blocks_for=(
-            (lambda msg: memory.snapshot(msg.platform, msg.user_id)) if memory else lambda _: ()
-        ),
+        memory_blocks_for=memory.blocks_for,
+        memory_providers=memory.providers,
     )
-
-
-def _memory_files(settings: Settings) -> MemoryFiles | None:
-    if not settings.memory.enabled:
-        return None
-    return MemoryFiles(settings.home, settings.memory.limits())
-
-
-def _register_memory(
-    settings: Settings, memory: MemoryFiles, tools: ToolRegistry, commands: CommandRegistry
-) -> None:
-    m = settings.memory
-    pending = PendingWrites(settings.home)
-    tools.register(MemoryTool(memory, pending if m.write_approval else None))
-    for command in memory_commands(
-        memory, pending, approval=m.write_approval, approvers=m.approvers
-    ):
-        commands.register(command)
 
 
 def _announce_model(model: ModelClient) -> None:

@@ -58,4 +58,6 @@ memory:
                            # (/memory approve <id|all>, chatgate memory approve)
   approvers: []            # who may approve/reject in chat, e.g. ["telegram:12345"];
                            # empty: anyone in the chat (fine for a single-operator bot)
+  provider: ""             # an external memory provider beside the files, e.g. notes
+  provider_options: {}     # notes: {max_results: 3, max_chars: 1500, scope: user}
 """

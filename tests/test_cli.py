@@ -141,6 +141,13 @@ def test_other_invalid_configs_exit_2(home: Path, config: str, key: str) -> None
     assert_one_line_config_error(chatgate("db", "current"), key)
 
 
+def test_an_unknown_memory_provider_stops_run_naming_the_key(home: Path) -> None:
+    write_yaml(home, "memory: {provider: no-such-provider}\n")
+
+    line = assert_one_line_config_error(chatgate("run"), "memory.provider")
+    assert "no-such-provider" in line
+
+
 # -- database commands -------------------------------------------------------------------
 
 

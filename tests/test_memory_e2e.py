@@ -83,3 +83,26 @@ async def test_per_user_scope_keeps_people_apart(home: Path, fake_openai: FakeOp
     assert TEA not in system_of(bob_first)
     assert (home / "memories" / "users" / "webhook-alice.md").read_text().strip() == TEA
     assert not (home / "memories" / "USER.md").exists()
+
+
+async def test_status_counts_the_writes_waiting_for_the_next_session(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("hi")
+        before = (await gw.say("/status")).json()["replies"][0]["text"]
+        await remember(gw, fake_openai)
+        fake_openai.reply_tool_call("memory", {"target": "user", "action": "add", "content": TEA})
+        fake_openai.reply_text("Already known.")
+        await gw.say("remember it again")  # a duplicate changes nothing on disk
+        after = (await gw.say("/status")).json()["replies"][0]["text"]
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        after_restart = (await gw.say("/status")).json()["replies"][0]["text"]
+        await gw.say("/new")
+        await gw.say("hello")
+        fresh = (await gw.say("/status")).json()["replies"][0]["text"]
+
+    assert "no writes waiting" in before
+    assert "Memory: 1 write this session" in after
+    assert "Memory: 1 write this session" in after_restart
+    assert "no writes waiting" in fresh
