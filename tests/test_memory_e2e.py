@@ -51,7 +51,7 @@ async def test_a_saved_fact_is_on_disk_now_and_in_the_prompt_next_session(
     assert TEA not in system_of(same_session)
     assert system_of(same_session) == system_of(fake_openai.requests[0])
     assert TEA in system_of(next_session)
-    assert "USER PROFILE" in system_of(next_session)
+    assert "USER PROFILE (who the user is) [" in system_of(next_session)
 
 
 async def test_a_threat_is_refused_and_nothing_is_written(

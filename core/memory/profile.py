@@ -32,7 +32,10 @@ class MemoryFiles:
         self.root = home / "memories"
         self.limits = limits
         self._agent = MemoryStore(
-            self.root / "MEMORY.md", limit=limits.memory_chars, label="Memory"
+            self.root / "MEMORY.md",
+            limit=limits.memory_chars,
+            label="Memory",
+            heading="MEMORY (your personal notes)",
         )
 
     def stores_for(self, platform: str, user_id: str) -> dict[str, MemoryStore]:
@@ -50,4 +53,9 @@ class MemoryFiles:
             path = self.root / "users" / f"{name}.md"
         else:
             path = self.root / "USER.md"
-        return MemoryStore(path, limit=self.limits.user_chars, label="User profile")
+        return MemoryStore(
+            path,
+            limit=self.limits.user_chars,
+            label="User profile",
+            heading="USER PROFILE (who the user is)",
+        )

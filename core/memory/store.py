@@ -57,12 +57,14 @@ class MemoryStore:
     atomically. ``label`` names the store in prompts and errors ("Memory", "User profile").
     """
 
-    def __init__(self, path: Path, *, limit: int, label: str) -> None:
+    def __init__(self, path: Path, *, limit: int, label: str, heading: str = "") -> None:
         if limit <= 0:
             raise ValueError("limit must be positive")
         self.path = path
         self.limit = limit
         self.label = label
+        # The snapshot's title, e.g. "MEMORY (your personal notes)"; the label by default.
+        self.heading = heading or label.upper()
         self._lock = FileLock(path.with_name(path.name + ".lock"))
 
     def entries(self) -> tuple[str, ...]:
@@ -98,9 +100,7 @@ class MemoryStore:
         if not entries:
             return ""
         used = joined_length(entries)
-        header = (
-            f"{self.label.upper()} [{used * 100 // self.limit}% — {used:,}/{self.limit:,} chars]"
-        )
+        header = f"{self.heading} [{used * 100 // self.limit}% — {used:,}/{self.limit:,} chars]"
         body = DELIMITER.join(_displayed(entry) for entry in entries)
         return f"{RULE}\n{header}\n{RULE}\n{body}"
 
