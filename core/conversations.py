@@ -25,7 +25,7 @@ from core.errors import ModelError, ModelRequestError, RateLimited
 from core.memory.provider import MemoryProviders, compose_user_api_content
 from core.messages import InboundMessage, OutboundMessage
 from core.models.base import ChatMessage
-from core.prompt.builder import PromptBuilder, PromptContext
+from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
 from core.router import SessionRouter
 from core.session_key import session_key
 from core.stats import CoreStats
@@ -45,7 +45,7 @@ from core.turn import TurnResult, TurnRunner, to_chat
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
-SystemMessageFor = Callable[[InboundMessage], str | None]
+CallerContextFor = Callable[[InboundMessage], CallerContext]
 MemoryBlocksFor = Callable[[InboundMessage], Sequence[str]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
 
@@ -75,7 +75,7 @@ class Conversations:
         clock: Clock,
         settings: ConversationSettings,
         *,
-        system_message_for: SystemMessageFor = lambda _msg: None,
+        caller_context_for: CallerContextFor = lambda _msg: CallerContext(),
         memory_blocks_for: MemoryBlocksFor = lambda _msg: (),
         memory_providers: MemoryProviders | None = None,
     ) -> None:
@@ -86,7 +86,7 @@ class Conversations:
         self._prompts = prompts
         self._clock = clock
         self._settings = settings
-        self._system_message_for = system_message_for
+        self._caller_context_for = caller_context_for
         self._memory_blocks_for = memory_blocks_for
         self._providers = memory_providers or MemoryProviders()
         self._deliverers: list[Deliver] = []
@@ -225,6 +225,8 @@ class Conversations:
             tool_calls=result.tool_calls,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
+            cache_read_tokens=result.cache_read_tokens,
+            cache_write_tokens=result.cache_write_tokens,
         )
         replies = await self._finish(outcome)
         self._tasks.spawn(
@@ -336,7 +338,7 @@ class Conversations:
                 model=model.model,
                 started_at=now,
                 tool_names=self.runner.tools.names(),
-                system_message=self._system_message_for(msg),
+                caller=self._caller_context_for(msg),
                 memory_blocks=[
                     *await asyncio.to_thread(self._memory_blocks_for, msg),
                     *self._providers.system_prompt_blocks(),

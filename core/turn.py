@@ -26,6 +26,8 @@ class TurnResult:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     api_view: list[ChatMessage] = field(default_factory=list)
 
 
@@ -85,6 +87,8 @@ class TurnRunner:
     def _record_reply(self, result: TurnResult, reply: ModelReply) -> None:
         result.input_tokens += reply.input_tokens
         result.output_tokens += reply.output_tokens
+        result.cache_read_tokens += reply.cache_read_tokens
+        result.cache_write_tokens += reply.cache_write_tokens
         result.tool_calls += len(reply.tool_calls)
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         result.messages.append(
@@ -96,6 +100,8 @@ class TurnRunner:
                 finish_reason=reply.finish_reason,
                 input_tokens=reply.input_tokens,
                 output_tokens=reply.output_tokens,
+                cache_read_tokens=reply.cache_read_tokens,
+                cache_write_tokens=reply.cache_write_tokens,
             )
         )
         result.api_view.append(

@@ -152,6 +152,8 @@ def sessions_show(session_id: str) -> None:
         "tool_call_count",
         "input_tokens",
         "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
         "end_reason",
         "parent_session_id",
     ):

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from core.errors import ConfigError
 from core.memory.profile import MemoryLimits
+from core.messages import InboundMessage
 from core.models.base import ModelConfig
+from core.prompt.builder import CallerContext
 
 
 class _Section(BaseModel):
@@ -63,6 +65,7 @@ class ModelSettings(_Section):
 class WebhookRoute(_Section):
     secret: SecretStr | None = None
     system_message: str | None = None
+    workspace: Path | None = None
 
 
 class WebhookSettings(_Section):
@@ -99,6 +102,9 @@ class MemorySettings(_Section):
 
 class PromptSettings(_Section):
     identity: str = ""
+    # The folder whose project context (AGENTS.md, CLAUDE.md, ...) every session reads.
+    workspace: Path | None = None
+    context_max_chars: int = Field(default=20_000, ge=1000, le=200_000)
 
 
 class Settings(_Section):
@@ -116,6 +122,15 @@ class Settings(_Section):
     @property
     def database_url(self) -> str:
         return self.database.url or f"sqlite+aiosqlite:///{self.home / 'state.db'}"
+
+    def caller_context(self, msg: InboundMessage) -> CallerContext:
+        """The system message and workspace a new session of ``msg``'s chat starts with."""
+        route = self.webhook.routes.get(msg.route or "") if msg.platform == "webhook" else None
+        workspace = (route.workspace if route else None) or self.prompt.workspace
+        return CallerContext(
+            system_message=route.system_message if route else None,
+            workspace=workspace.expanduser() if workspace else None,
+        )
 
     def model_config_for_core(self) -> ModelConfig:
         """Resolve ``model.provider: auto`` and map the settings onto ``ModelConfig``."""

@@ -16,10 +16,9 @@ from core.commands import builtin_commands
 from core.conversations import Conversations, ConversationSettings
 from core.errors import StoreError
 from core.memory.status import memory_status
-from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
-from core.prompt.builder import BasicPromptBuilder
+from core.prompt.builder import TieredPromptBuilder
 from core.store.db import SessionDB
 from core.store.engine import create_engines
 from core.tools import Tool, ToolRegistry
@@ -122,23 +121,21 @@ def _conversations(
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
-    routes = settings.webhook.routes
-
-    def system_message_for(msg: InboundMessage) -> str | None:
-        route = routes.get(msg.route or "")
-        return route.system_message if route is not None else None
-
     return Conversations(
         db,
         runner,
-        BasicPromptBuilder(settings.prompt.identity),
+        TieredPromptBuilder(
+            settings.home,
+            identity=settings.prompt.identity,
+            context_max_chars=settings.prompt.context_max_chars,
+        ),
         commands,
         clock,
         ConversationSettings(
             group_sessions_per_user=settings.sessions.group_sessions_per_user,
             idle_worker_seconds=settings.sessions.idle_worker_seconds,
         ),
-        system_message_for=system_message_for,
+        caller_context_for=settings.caller_context,
         memory_blocks_for=memory.blocks_for,
         memory_providers=memory.providers,
     )

@@ -40,6 +40,7 @@ webhook:
   #   support:
   #     secret: ...        # overrides the global secret for /webhook/support
   #     system_message: "You answer customer questions about ACME routers."
+  #     workspace: /srv/acme  # project context for this route's sessions
 
 sessions:
   group_sessions_per_user: true  # in group chats, each member gets their own session
@@ -47,7 +48,9 @@ sessions:
   idle_worker_seconds: 300 # a chat's worker exits after this long without messages
 
 prompt:
-  identity: ""             # replaces the built-in identity paragraph of the system prompt
+  identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)
+  workspace: null          # a folder whose AGENTS.md / CLAUDE.md / ... every new session reads
+  context_max_chars: 20000 # cap on each project context file and on the whole block
 
 memory:
   enabled: true            # the `memory` tool and the MEMORY.md / USER.md prompt snapshot

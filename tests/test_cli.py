@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from gateway.config import Settings, load_settings
+from migrations.runner import head_revision
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CHATGATE = Path(sys.executable).parent / "chatgate"
@@ -159,8 +160,8 @@ def test_db_upgrade_then_current(home: Path) -> None:
     assert "database: empty" in before.stdout
     assert upgraded.returncode == 0, upgraded.stderr
     assert after.returncode == 0, after.stderr
-    assert "database: 0001" in after.stdout
-    assert "code: 0001" in after.stdout
+    assert f"database: {head_revision()}" in after.stdout
+    assert f"code: {head_revision()}" in after.stdout
     assert (home / "state.db").exists()
 
 
@@ -219,6 +220,7 @@ def test_chat_new_starts_a_fresh_session_and_show_prints_it(home: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "end_reason: new" in shown.stdout
     assert "session_key: terminal:other" in shown.stdout
+    assert "cache_read_tokens: 0" in shown.stdout
     assert f"Session: {old}" in shown.stdout  # the stored system prompt names its session
 
 

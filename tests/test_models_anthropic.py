@@ -69,6 +69,34 @@ async def test_usage_counts_cached_prompt_tokens(model: AnthropicModel) -> None:
     reply = await model.complete(ModelRequest(system=SYSTEM, messages=[user("hi")]))
     # The fake reports 10 fresh + 90 cache-read input tokens.
     assert (reply.input_tokens, reply.output_tokens) == (100, 5)
+    assert (reply.cache_read_tokens, reply.cache_write_tokens) == (90, 0)
+
+
+async def test_cache_writes_are_reported(
+    fake_anthropic: FakeAnthropicServer, model: AnthropicModel
+) -> None:
+    fake_anthropic.cache_read_tokens = 0
+    fake_anthropic.cache_write_tokens = 1500
+    reply = await model.complete(ModelRequest(system=SYSTEM, messages=[user("hi")]))
+    assert (reply.cache_read_tokens, reply.cache_write_tokens) == (0, 1500)
+    assert reply.input_tokens == 1510
+
+
+async def test_last_tool_marks_the_cache_breakpoint(
+    fake_anthropic: FakeAnthropicServer, model: AnthropicModel
+) -> None:
+    search = ToolSpec(name="session_search", description="Search.", parameters={"type": "object"})
+    await model.complete(
+        ModelRequest(system=SYSTEM, messages=[user("hi")], tools=[MEMORY_TOOL, search])
+    )
+    first, last = fake_anthropic.requests[0]["tools"]
+    assert "cache_control" not in first
+    assert last == {
+        "name": "session_search",
+        "description": "Search.",
+        "input_schema": {"type": "object"},
+        "cache_control": {"type": "ephemeral"},
+    }
 
 
 async def test_tool_use_round_trip(
@@ -101,6 +129,7 @@ async def test_tool_use_round_trip(
             "name": "memory",
             "description": MEMORY_TOOL.description,
             "input_schema": MEMORY_TOOL.parameters,
+            "cache_control": {"type": "ephemeral"},
         }
     ]
     assert sent["messages"][1] == {

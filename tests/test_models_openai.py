@@ -97,6 +97,19 @@ async def test_system_prompt_goes_first_byte_for_byte(
     assert "stream" not in sent or sent["stream"] is False
 
 
+async def test_cached_prompt_tokens_are_parsed(
+    fake_openai: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    fake_openai.cache_read_tokens = 1024
+    reply = await model.complete(ask("hi"))
+    assert (reply.cache_read_tokens, reply.cache_write_tokens) == (1024, 0)
+
+
+async def test_usage_without_details_reads_no_cache(model: OpenAIChatModel) -> None:
+    reply = await model.complete(ask("hi"))
+    assert (reply.cache_read_tokens, reply.cache_write_tokens) == (0, 0)
+
+
 async def test_empty_script_echoes(model: OpenAIChatModel) -> None:
     reply = await model.complete(ask("ping"))
     assert reply.content == "echo: ping"
@@ -182,6 +195,15 @@ async def test_streaming_text_passes_deltas_and_aggregates(
     sent = fake_openai.requests[0]
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}
+
+
+async def test_streaming_usage_chunk_carries_cached_tokens(
+    fake_openai: FakeOpenAIServer, streaming_model: OpenAIChatModel
+) -> None:
+    fake_openai.cache_read_tokens = 2048
+    reply = await streaming_model.complete(ask("hi"))
+    assert reply.cache_read_tokens == 2048
+    assert reply.input_tokens > 0
 
 
 async def test_streaming_tool_call_deltas_are_joined_by_index(

@@ -23,7 +23,7 @@ from core.store.engine import create_engines
 from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
 from core.store.schema import inbox, messages, outbox, sessions
 from core.store.tx import Tx, insert_sql
-from migrations.runner import current_revision, upgrade
+from migrations.runner import current_revision, head_revision, upgrade
 from tests.postgres import postgres_database
 
 BUSY_TIMEOUT_MS = 1234
@@ -44,7 +44,7 @@ async def migrate(url: str) -> None:
     engines = create_engines(url)
     try:
         await upgrade(engines.write)
-        assert await current_revision(engines.read) == "0001"
+        assert await current_revision(engines.read) == head_revision()
     finally:
         await engines.dispose()
 
@@ -197,6 +197,33 @@ def insert_session_directly(tx: Tx, row: SessionRow) -> None:
     tx.execute(insert_sql("sessions", tuple(values)), values)
 
 
+# A sessions row as revision 0001 knew it, written before the cache counters existed.
+_SESSION_0001 = text(
+    "INSERT INTO sessions (id, session_key, platform, chat_id, started_at, last_active_at, "
+    "provider, model, system_prompt, turn_count, input_tokens, output_tokens) VALUES "
+    "('old', 'webhook:c1', 'webhook', 'c1', :t, :t, 'offline', 'offline', 'exact  bytes', "
+    "3, 420, 42)"
+)
+
+
+async def test_upgrading_a_0001_database_keeps_its_sessions(db_url: str) -> None:
+    engines = create_engines(db_url)
+    try:
+        await upgrade(engines.write, "0001")
+        async with engines.write.begin() as conn:
+            await conn.execute(_SESSION_0001, {"t": T0})
+        await upgrade(engines.write)
+        assert await current_revision(engines.read) == head_revision()
+    finally:
+        await engines.dispose()
+    async with SessionDB(db_url) as db:
+        row = await db.session("old")
+
+    assert row is not None
+    assert (row.system_prompt, row.turn_count, row.input_tokens) == ("exact  bytes", 3, 420)
+    assert (row.cache_read_tokens, row.cache_write_tokens) == (0, 0)
+
+
 async def test_session_row_round_trips_exactly(db: SessionDB) -> None:
     opened = await db.open_session(session_row("s1"))
 
@@ -324,6 +351,8 @@ def user_and_reply(number: int) -> list[NewMessage]:
             tool_calls=[{"id": "call_1", "name": "memory", "arguments": "{}"}],
             input_tokens=10,
             output_tokens=3,
+            cache_read_tokens=8,
+            cache_write_tokens=2,
         ),
     ]
 
@@ -342,6 +371,8 @@ async def test_finished_turn_is_written_whole(db: SessionDB) -> None:
             tool_calls=1,
             input_tokens=10,
             output_tokens=3,
+            cache_read_tokens=8,
+            cache_write_tokens=2,
         )
     )
     history = await db.history(session.id)
@@ -358,9 +389,21 @@ async def test_finished_turn_is_written_whole(db: SessionDB) -> None:
     assert updated is not None
     assert (updated.turn_count, updated.message_count, updated.tool_call_count) == (1, 2, 1)
     assert (updated.input_tokens, updated.output_tokens) == (10, 3)
+    assert (updated.cache_read_tokens, updated.cache_write_tokens) == (8, 2)
+    assert await message_cache_tokens(db, session.id) == [(None, None), (8, 2)]
     assert item is not None
     assert (item.status, item.session_id) == ("done", session.id)
     assert await db.pending_inbox() == []
+
+
+async def message_cache_tokens(db: SessionDB, session_id: str) -> list[tuple[Any, Any]]:
+    stmt = (
+        select(messages.c.cache_read_tokens, messages.c.cache_write_tokens)
+        .where(messages.c.session_id == session_id)
+        .order_by(messages.c.id)
+    )
+    async with db.engines.read.connect() as conn:
+        return [tuple(r) for r in await conn.execute(stmt)]
 
 
 async def test_a_turn_that_fails_to_commit_leaves_nothing(db: SessionDB) -> None:

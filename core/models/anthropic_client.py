@@ -1,9 +1,11 @@
 """The ``anthropic`` provider: the Messages API, with the system prompt cached.
 
-The system prompt goes out as one text block marked ``cache_control: ephemeral``.
-Anthropic caches the prefix up to that mark (tools, then system), and chatgate's
-system prompt is a frozen per-session snapshot, so every turn after the first
-reads that prefix from the cache.
+The system prompt goes out as one text block marked ``cache_control: ephemeral``,
+and so does the last tool. Anthropic caches the prefix up to each mark (tools, then
+system), and chatgate's system prompt is a frozen per-session snapshot, so every
+turn after the first reads that prefix from the cache. The tool mark keeps the tool
+list cached on its own, in case the system prompt changes (a new session).
+The response's cache read/write counts are reported on the reply.
 
 Conversions: tool calls become ``tool_use`` blocks on the assistant message; tool
 results become ``tool_result`` blocks, and consecutive results are merged into one
@@ -60,11 +62,17 @@ def system_blocks(system: str) -> list[TextBlockParam]:
 
 
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
-    """Tool specs in Anthropic's shape (``input_schema`` holds the JSON schema)."""
-    return [
+    """Tool specs in Anthropic's shape (``input_schema`` holds the JSON schema).
+
+    The last tool carries a ``cache_control`` mark, so the tool list is cached too.
+    """
+    wire: list[ToolParam] = [
         {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
         for tool in tools
     ]
+    if wire:
+        wire[-1]["cache_control"] = {"type": "ephemeral"}
+    return wire
 
 
 def to_anthropic_messages(messages: Sequence[ChatMessage]) -> list[MessageParam]:
@@ -138,20 +146,19 @@ def reply_from_message(message: Message) -> ModelReply:
         if isinstance(block, ToolUseBlock)
     )
     usage = message.usage
-    # input_tokens excludes cached tokens; the neutral count is the whole prompt.
-    prompt_tokens = (
-        usage.input_tokens
-        + (usage.cache_read_input_tokens or 0)
-        + (usage.cache_creation_input_tokens or 0)
-    )
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
     stop = message.stop_reason
     return ModelReply(
         content="".join(texts) if texts else None,
         tool_calls=calls,
         finish_reason=_FINISH_REASONS.get(stop, stop) if stop else None,
-        input_tokens=prompt_tokens,
+        # input_tokens excludes cached tokens; the neutral count is the whole prompt.
+        input_tokens=usage.input_tokens + cache_read + cache_write,
         output_tokens=usage.output_tokens,
         model=str(message.model),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
     )
 
 

@@ -60,7 +60,12 @@ class ModelRequest:
 
 @dataclass(frozen=True, slots=True)
 class ModelReply:
-    """The assistant's answer: text, tool calls, or both."""
+    """The assistant's answer: text, tool calls, or both.
+
+    ``input_tokens`` is the whole prompt; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the parts of it the provider read from or wrote to
+    its prompt cache (0 when it does not say).
+    """
 
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
@@ -68,6 +73,8 @@ class ModelReply:
     input_tokens: int = 0
     output_tokens: int = 0
     model: str = ""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from openai.types.chat import (
     ChatCompletionToolUnionParam,
     ChatCompletionUserMessageParam,
 )
+from openai.types.completion_usage import CompletionUsage
 
 from core.errors import (
     ConfigError,
@@ -141,7 +142,17 @@ def reply_from_completion(completion: ChatCompletion) -> ModelReply:
         input_tokens=usage.prompt_tokens if usage else 0,
         output_tokens=usage.completion_tokens if usage else 0,
         model=completion.model,
+        cache_read_tokens=cached_tokens(usage),
     )
+
+
+def cached_tokens(usage: CompletionUsage | None) -> int:
+    """Prompt tokens the server read from its prefix cache (0 when it does not say).
+
+    OpenAI caches automatically and reports no separate write count.
+    """
+    details = usage.prompt_tokens_details if usage else None
+    return (details.cached_tokens or 0) if details else 0
 
 
 class _PartialToolCall:
@@ -165,6 +176,7 @@ class StreamAccumulator:
         self._finish_reason: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
+        self._cache_read_tokens = 0
         self._model = ""
 
     def add(self, chunk: ChatCompletionChunk) -> str | None:
@@ -173,6 +185,7 @@ class StreamAccumulator:
         if chunk.usage is not None:
             self._input_tokens = chunk.usage.prompt_tokens
             self._output_tokens = chunk.usage.completion_tokens
+            self._cache_read_tokens = cached_tokens(chunk.usage)
         if not chunk.choices:
             return None
         choice = chunk.choices[0]
@@ -197,6 +210,7 @@ class StreamAccumulator:
             input_tokens=self._input_tokens,
             output_tokens=self._output_tokens,
             model=self._model,
+            cache_read_tokens=self._cache_read_tokens,
         )
 
 

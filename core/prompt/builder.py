@@ -1,9 +1,19 @@
 """The system prompt: built once per session from three tiers, then stored verbatim.
 
-``stable`` holds identity and tool guidance, ``context`` the caller's system message,
-``volatile`` the per-session metadata. The tiers are joined once with blank lines;
-the session row keeps the exact bytes, so every later turn and every restart sends
-the same prefix and provider prompt caches keep hitting.
+Tiers are ordered by how likely their bytes are to stay the same, so a change near the
+end of the prompt leaves the longest possible prefix cached by the provider:
+
+- ``stable``: identity (``$CHATGATE_HOME/SOUL.md`` or the built-in one), guidance for
+  each enabled tool, task-completion guidance and the platform hint. Changes only with
+  a release or an edited SOUL.md.
+- ``context``: the caller's system message (a webhook route's), then the project
+  context of the chat's workspace folder. Fixed for a workspace.
+- ``volatile``: the memory snapshots (MEMORY.md, USER.md), the external memory
+  provider's block and the session metadata. Differs from session to session.
+
+The tiers are joined once with blank lines; the session row keeps the exact bytes, so
+every later turn and every restart sends the same prefix. Per-turn recall never enters
+here: it goes into the API copy of the user message (``compose_user_api_content``).
 """
 
 from __future__ import annotations
@@ -11,28 +21,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol
 
-DEFAULT_IDENTITY = (
-    "You are a helpful assistant reached through chatgate, a messaging gateway. "
-    "You talk with people in ongoing chats; be direct, accurate and brief, and say "
-    "plainly when you do not know something."
-)
+from core.memory.threats import scan
+from core.prompt.context_files import project_context
+from core.prompt.texts import DEFAULT_IDENTITY, PLATFORM_HINTS, TASK_COMPLETION, TOOL_GUIDANCE
 
-MEMORY_GUIDANCE = (
-    "You have a bounded, persistent memory (the `memory` tool). Save durable facts that "
-    "will matter in later sessions: the user's stable preferences and details about "
-    "themselves go to target 'user', your own notes about the environment and lessons "
-    "learned go to target 'memory'. Do not save one-off task state or whole "
-    "conversations. Writes take effect in the next session's prompt, not this one."
-)
 
-PLATFORM_HINTS = {
-    "webhook": "Replies are delivered as plain text over an HTTP webhook.",
-    "terminal": "You are talking in a terminal; plain text and simple markdown render well.",
-    "telegram": "You are on Telegram: keep replies short; markdown is converted for Telegram.",
-    "discord": "You are on Discord: messages over 2,000 characters are split; markdown works.",
-}
+@dataclass(frozen=True, slots=True)
+class CallerContext:
+    """What the caller of a chat adds: a system message and a workspace folder."""
+
+    system_message: str | None = None
+    workspace: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +47,8 @@ class PromptContext:
     model: str
     started_at: float
     tool_names: Sequence[str] = ()
-    system_message: str | None = None
-    # MEMORY.md / USER.md rendered once at session start (the frozen snapshot).
+    caller: CallerContext = CallerContext()
+    # MEMORY.md / USER.md and the provider's block, rendered once at session start.
     memory_blocks: Sequence[str] = ()
 
 
@@ -72,28 +74,58 @@ class PromptBuilder(Protocol):
     def build(self, ctx: PromptContext) -> PromptParts: ...
 
 
-class BasicPromptBuilder:
-    """Identity, platform hint, caller system message and session metadata."""
+class TieredPromptBuilder:
+    """Builds the three tiers; see the module docstring for what goes where and why."""
 
-    def __init__(self, identity: str = "") -> None:
-        self._identity = identity.strip() or DEFAULT_IDENTITY
+    def __init__(self, home: Path, *, identity: str = "", context_max_chars: int = 20_000):
+        self._home = home
+        self._identity = identity.strip()
+        self._context_max_chars = context_max_chars
 
     def build(self, ctx: PromptContext) -> PromptParts:
-        stable = [self._identity]
-        if "memory" in ctx.tool_names:
-            stable.append(MEMORY_GUIDANCE)
+        return PromptParts(
+            stable=self._stable(ctx), context=self._context(ctx), volatile=_volatile(ctx)
+        )
+
+    def _stable(self, ctx: PromptContext) -> str:
+        parts = [self._identity_text()]
+        parts += [TOOL_GUIDANCE[name] for name in ctx.tool_names if name in TOOL_GUIDANCE]
+        parts.append(TASK_COMPLETION)
         hint = PLATFORM_HINTS.get(ctx.platform)
         if hint:
-            stable.append(hint)
-        started = datetime.fromtimestamp(ctx.started_at, tz=UTC)
-        metadata = (
-            # The date only, so the bytes stay the same all day long.
-            f"Conversation started: {started:%A, %B} {started.day}, {started.year}\n"
-            f"Session: {ctx.session_id}\n"
-            f"Model: {ctx.model} ({ctx.provider})"
-        )
-        return PromptParts(
-            stable="\n\n".join(stable),
-            context=(ctx.system_message or "").strip(),
-            volatile="\n\n".join([*ctx.memory_blocks, metadata]),
-        )
+            parts.append(hint)
+        return "\n\n".join(parts)
+
+    def _identity_text(self) -> str:
+        soul = _read(self._home / "SOUL.md")
+        if soul:
+            threat = scan(soul)
+            if threat is None:
+                return soul
+            return f"{DEFAULT_IDENTITY}\n\n[SOUL.md was not used: it matched {threat}]"
+        return self._identity or DEFAULT_IDENTITY
+
+    def _context(self, ctx: PromptContext) -> str:
+        parts = [(ctx.caller.system_message or "").strip()]
+        if ctx.caller.workspace is not None:
+            found = project_context(ctx.caller.workspace, max_chars=self._context_max_chars)
+            parts.append(found.text)
+        return "\n\n".join(p for p in parts if p)
+
+
+def _volatile(ctx: PromptContext) -> str:
+    started = datetime.fromtimestamp(ctx.started_at, tz=UTC)
+    metadata = (
+        # The date only, so the bytes stay the same all day long.
+        f"Conversation started: {started:%A, %B} {started.day}, {started.year}\n"
+        f"Session: {ctx.session_id}\n"
+        f"Model: {ctx.model} ({ctx.provider})"
+    )
+    return "\n\n".join([*ctx.memory_blocks, metadata])
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""

@@ -53,6 +53,9 @@ sessions = Table(
     Column("tool_call_count", Integer, nullable=False, server_default="0"),
     Column("input_tokens", BigInteger, nullable=False, server_default="0"),
     Column("output_tokens", BigInteger, nullable=False, server_default="0"),
+    # Parts of input_tokens the provider read from / wrote to its prompt cache.
+    Column("cache_read_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("cache_write_tokens", BigInteger, nullable=False, server_default="0"),
     # One active session per key: enforced by the database, so replicas cannot race.
     Index(
         "ux_sessions_active_key",
@@ -82,6 +85,8 @@ messages = Table(
     Column("finish_reason", String(32)),
     Column("input_tokens", Integer),
     Column("output_tokens", Integer),
+    Column("cache_read_tokens", Integer),
+    Column("cache_write_tokens", Integer),
     Index("ix_messages_session_id", "session_id", "id"),
 )
 

@@ -25,13 +25,17 @@ _MESSAGE_COLUMNS = (
     "finish_reason",
     "input_tokens",
     "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
 )
 _ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
 _TOUCH = "UPDATE sessions SET last_active_at = :at WHERE id = :id"
 _BUMP = (
     "UPDATE sessions SET last_active_at = :at, message_count = message_count + :messages, "
     "turn_count = turn_count + 1, tool_call_count = tool_call_count + :tool_calls, "
-    "input_tokens = input_tokens + :input_tokens, output_tokens = output_tokens + :output_tokens "
+    "input_tokens = input_tokens + :input_tokens, output_tokens = output_tokens + :output_tokens, "
+    "cache_read_tokens = cache_read_tokens + :cache_read_tokens, "
+    "cache_write_tokens = cache_write_tokens + :cache_write_tokens "
     "WHERE id = :id"
 )
 _INBOX_DONE = (
@@ -80,6 +84,8 @@ def _message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:
             "finish_reason": m.finish_reason,
             "input_tokens": m.input_tokens,
             "output_tokens": m.output_tokens,
+            "cache_read_tokens": m.cache_read_tokens,
+            "cache_write_tokens": m.cache_write_tokens,
         }
     )
 
@@ -95,6 +101,8 @@ def _bump_session(tx: Tx, outcome: TurnOutcome, session_id: str) -> None:
                 "tool_calls": outcome.tool_calls,
                 "input_tokens": outcome.input_tokens,
                 "output_tokens": outcome.output_tokens,
+                "cache_read_tokens": outcome.cache_read_tokens,
+                "cache_write_tokens": outcome.cache_write_tokens,
             },
         )
     else:

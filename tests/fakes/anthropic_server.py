@@ -2,7 +2,9 @@
 
 Enough for the real ``anthropic`` client: ``POST /v1/messages`` records each request
 body in ``requests`` and answers with the next scripted step; with the script empty
-it answers ``echo: <last user text>``.
+it answers ``echo: <last user text>``. Every answer reports 10 fresh input tokens
+plus ``cache_read_tokens`` read from and ``cache_write_tokens`` written to the
+prompt cache (90 and 0 unless a test sets them).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class FakeAnthropicServer:
 
     def __init__(self) -> None:
         self.requests: list[Json] = []
+        self.cache_read_tokens = 90
+        self.cache_write_tokens = 0
         self._script: deque[_Answer | _Failure] = deque()
         self._ids = itertools.count(1)
         routes = [Route("/v1/messages", self._messages, methods=["POST"])]
@@ -102,8 +106,8 @@ class FakeAnthropicServer:
             "usage": {
                 "input_tokens": 10,
                 "output_tokens": 5,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 90,
+                "cache_creation_input_tokens": self.cache_write_tokens,
+                "cache_read_input_tokens": self.cache_read_tokens,
             },
         }
 

@@ -13,6 +13,10 @@ in ``requests`` and consumes the next scripted step. With the script empty the
 server answers ``echo: <last user message>`` at once, which is cheap enough for
 benchmarks (pass ``record=False`` there so ``requests`` does not grow).
 
+Set ``cache_read_tokens`` to have every answer report that many prompt tokens as
+read from the prefix cache (``usage.prompt_tokens_details.cached_tokens``); left at
+None the usage carries no details, as many compatible servers send.
+
 The server itself is a ``tests.fakes.loopback.LoopbackServer``.
 """
 
@@ -87,6 +91,7 @@ class FakeOpenAIServer:
     def __init__(self, *, record: bool = True, latency_seconds: float = 0.0) -> None:
         self.record = record
         self.latency_seconds = latency_seconds
+        self.cache_read_tokens: int | None = None
         self.requests: list[Json] = []
         self._script: deque[Step] = deque()
         self._ids = itertools.count(1)
@@ -181,11 +186,12 @@ class FakeOpenAIServer:
             await self._wait_or_close(step.seconds)
             step = None
         reply = step or Reply(text=f"echo: {last_user_content(body)}")
+        usage = usage_json(body, reply, cached_tokens=self.cache_read_tokens)
         if body.get("stream"):
             return StreamingResponse(
-                _sse(body, reply, next(self._ids)), media_type="text/event-stream"
+                _sse(body, reply, next(self._ids), usage), media_type="text/event-stream"
             )
-        return JSONResponse(completion_json(body, reply, next(self._ids)))
+        return JSONResponse(completion_json(body, reply, next(self._ids), usage))
 
     async def _wait_or_close(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -206,15 +212,21 @@ def _words(text: str | None) -> int:
     return len(text.split()) if text else 0
 
 
-def usage_json(body: Json, reply: Reply) -> Json:
-    """Token counts the fake reports: whitespace-separated words, deterministic."""
+def usage_json(body: Json, reply: Reply, *, cached_tokens: int | None = None) -> Json:
+    """Token counts the fake reports: whitespace-separated words, deterministic.
+
+    ``cached_tokens``, when given, is reported as read from the prompt cache.
+    """
     prompt = sum(_words(str(m.get("content") or "")) for m in body.get("messages", []))
     completion = _words(reply.text) + sum(_words(c.arguments) for c in reply.tool_calls)
-    return {
+    usage: Json = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
 
 
 def _tool_call_json(call: FakeToolCall) -> Json:
@@ -225,7 +237,7 @@ def _tool_call_json(call: FakeToolCall) -> Json:
     }
 
 
-def completion_json(body: Json, reply: Reply, number: int) -> Json:
+def completion_json(body: Json, reply: Reply, number: int, usage: Json) -> Json:
     """A non-streamed ``chat.completion`` object."""
     message: Json = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
@@ -236,7 +248,7 @@ def completion_json(body: Json, reply: Reply, number: int) -> Json:
         "created": CREATED,
         "model": body.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-        "usage": usage_json(body, reply),
+        "usage": usage,
     }
 
 
@@ -300,11 +312,11 @@ def _chunk(body: Json, number: int, choices: list[Json], usage: Json | None = No
     return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
-async def _sse(body: Json, reply: Reply, number: int) -> AsyncIterator[bytes]:
+async def _sse(body: Json, reply: Reply, number: int, usage: Json) -> AsyncIterator[bytes]:
     for delta in stream_deltas(reply):
         yield _chunk(body, number, [{"index": 0, "delta": delta, "finish_reason": None}])
     finish = {"index": 0, "delta": {}, "finish_reason": reply.finish_reason}
     yield _chunk(body, number, [finish])
     if (body.get("stream_options") or {}).get("include_usage"):
-        yield _chunk(body, number, [], usage_json(body, reply))
+        yield _chunk(body, number, [], usage)
     yield b"data: [DONE]\n\n"
