@@ -104,6 +104,8 @@ class PromptSettings(_Section):
     identity: str = ""
     # The folder whose project context (AGENTS.md, CLAUDE.md, ...) every session reads.
     workspace: Path | None = None
+    # Per chat, keyed "platform:chat_id"; wins over the route's and the profile's.
+    chat_workspaces: dict[str, Path] = Field(default_factory=dict)
     context_max_chars: int = Field(default=20_000, ge=1000, le=200_000)
 
 
@@ -126,7 +128,11 @@ class Settings(_Section):
     def caller_context(self, msg: InboundMessage) -> CallerContext:
         """The system message and workspace a new session of ``msg``'s chat starts with."""
         route = self.webhook.routes.get(msg.route or "") if msg.platform == "webhook" else None
-        workspace = (route.workspace if route else None) or self.prompt.workspace
+        workspace = (
+            self.prompt.chat_workspaces.get(f"{msg.platform}:{msg.chat_id}")
+            or (route.workspace if route else None)
+            or self.prompt.workspace
+        )
         return CallerContext(
             system_message=route.system_message if route else None,
             workspace=workspace.expanduser() if workspace else None,

@@ -50,6 +50,7 @@ sessions:
 prompt:
   identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)
   workspace: null          # a folder whose AGENTS.md / CLAUDE.md / ... every new session reads
+  chat_workspaces: {}      # per chat, e.g. {"telegram:12345": ~/code/api}; wins over the above
   context_max_chars: 20000 # cap on each project context file and on the whole block
 
 memory:

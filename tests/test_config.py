@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
+from core.messages import InboundMessage
 from gateway.config import load_settings
 
 
@@ -82,3 +83,28 @@ def test_a_provider_without_credentials_is_refused(
     with pytest.raises(ConfigError) as info:
         load_settings(tmp_path, {})
     assert info.value.key == key
+
+
+def test_workspace_per_chat_beats_route_beats_profile(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "prompt:\n  workspace: /srv/profile\n  chat_workspaces: {'webhook:vip': /srv/vip}\n"
+        "webhook:\n  routes:\n    support: {workspace: /srv/support, system_message: Hi}\n"
+    )
+    s = load_settings(tmp_path, {})
+
+    def workspace(chat_id: str, route: str) -> Path | None:
+        msg = InboundMessage(
+            platform="webhook",
+            chat_id=chat_id,
+            user_id="u",
+            text="x",
+            platform_message_id="1",
+            dedup_key="1",
+            received_at=0.0,
+            route=route,
+        )
+        return s.caller_context(msg).workspace
+
+    assert workspace("vip", "support") == Path("/srv/vip")
+    assert workspace("c1", "support") == Path("/srv/support")
+    assert workspace("c1", "other") == Path("/srv/profile")
