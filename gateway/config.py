@@ -100,6 +100,12 @@ class MemorySettings(_Section):
         return MemoryLimits(self.memory_chars, self.user_chars, self.user_scope)
 
 
+class SearchSettings(_Section):
+    enabled: bool = True
+    # session_search scope="all" reaches every chat: only for a single-owner deployment.
+    allow_global: bool = False
+
+
 class PromptSettings(_Section):
     identity: str = ""
     # The folder whose project context (AGENTS.md, CLAUDE.md, ...) every session reads.
@@ -120,6 +126,7 @@ class Settings(_Section):
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
 
     @property
     def database_url(self) -> str:

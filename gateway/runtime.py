@@ -19,6 +19,7 @@ from core.memory.status import memory_status
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
+from core.search.tool import SessionSearchTool
 from core.store.db import SessionDB
 from core.store.engine import create_engines
 from core.tools import Tool, ToolRegistry
@@ -118,6 +119,10 @@ def _conversations(
     registry = ToolRegistry()
     commands = builtin_commands()
     memory.register(settings, registry, commands)
+    if settings.search.enabled:
+        registry.register(
+            SessionSearchTool(db.engines.read, allow_global=settings.search.allow_global)
+        )
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)

@@ -64,4 +64,8 @@ memory:
                            # empty: anyone in the chat (fine for a single-operator bot)
   provider: ""             # an external memory provider beside the files, e.g. notes
   provider_options: {}     # notes: {max_results: 3, max_chars: 1500, scope: user}
+
+search:
+  enabled: true            # the session_search tool over past conversations
+  allow_global: false      # let scope="all" search every chat (single-owner deployments only)
 """

@@ -1,0 +1,1 @@
+"""Full-text search over stored messages: query sanitizing and the search engine."""
