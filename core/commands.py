@@ -26,6 +26,8 @@ class CommandHost(Protocol):
 
     async def describe_status(self, item: InboxItem) -> str: ...
 
+    async def compact_session(self, item: InboxItem) -> str: ...
+
     def command_help(self) -> str: ...
 
 
@@ -90,6 +92,10 @@ async def _status(host: CommandHost, item: InboxItem, args: str) -> CommandReply
     return CommandReply(await host.describe_status(item))
 
 
+async def _compact(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+    return CommandReply(await host.compact_session(item))
+
+
 async def _help(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
     return CommandReply(host.command_help())
 
@@ -108,5 +114,8 @@ def builtin_commands() -> CommandRegistry:
     registry.register(Command("new", "end this session and start a fresh one", _new, ("reset",)))
     registry.register(Command("status", "session, model and usage of this chat", _status))
     registry.register(Command(STOP, "cancel the reply being worked on", _stop_when_idle))
+    registry.register(
+        Command("compact", "summarise older messages now to free the model's context", _compact)
+    )
     registry.register(Command("help", "list the commands", _help))
     return registry

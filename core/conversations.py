@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
-from core import status
+from core import compaction, status
 from core.clock import Clock
 from core.commands import STOP, Command, CommandRegistry
+from core.compaction import CompactionSettings
 from core.delivery_log import DeliveryLog
 from core.errors import ModelError, ModelRequestError, RateLimited
 from core.memory.provider import MemoryProviders, compose_user_api_content
@@ -50,6 +51,10 @@ MemoryBlocksFor = Callable[[InboundMessage], Sequence[str]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
 
 
+# /compact by hand summarises everything but the last exchange.
+MANUAL_KEEP = 2
+
+
 @dataclass(slots=True)
 class _SessionState:
     row: SessionRow
@@ -61,6 +66,7 @@ class ConversationSettings:
     group_sessions_per_user: bool = True
     idle_worker_seconds: float = 300.0
     session_cache_size: int = 4096
+    compaction: CompactionSettings | None = CompactionSettings()
 
 
 class Conversations:
@@ -178,6 +184,12 @@ class Conversations:
         if parsed is not None:
             return await self._command(item, *parsed)
         state = await self._session_for(item)
+        notices: list[str] = []
+        if self._compaction_due(state, item):
+            compacted = await self._compact(state, item)
+            if compacted is not None:
+                state = compacted
+                notices.append(compaction.NOTICE)
         try:
             result = await self._run_turn(state, item)
         except ModelError as exc:
@@ -187,7 +199,7 @@ class Conversations:
             log.exception("turn %s crashed", item.id)
             text = "Sorry, something went wrong on my side and this message was not answered."
             return await self._fail(item, state, text, repr(exc), started)
-        return await self._complete(item, state, result, started)
+        return await self._complete(item, state, result, started, notices)
 
     async def _run_turn(self, state: _SessionState, item: InboxItem) -> TurnResult:
         msg = item.message
@@ -212,7 +224,12 @@ class Conversations:
         )
 
     async def _complete(
-        self, item: InboxItem, state: _SessionState, result: TurnResult, started: float
+        self,
+        item: InboxItem,
+        state: _SessionState,
+        result: TurnResult,
+        started: float,
+        notices: Sequence[str] = (),
     ) -> TurnReplies:
         now = self._clock.now()
         outcome = TurnOutcome(
@@ -221,7 +238,7 @@ class Conversations:
             processed_at=now,
             session_id=state.row.id,
             messages=result.messages,
-            replies=[result.reply] if result.reply.strip() else [],
+            replies=[*notices, result.reply] if result.reply.strip() else list(notices),
             tool_calls=result.tool_calls,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
@@ -325,6 +342,11 @@ class Conversations:
         return state
 
     async def _open_session(self, item: InboxItem) -> SessionRow:
+        return await self.db.open_session(await self._new_session_row(item))
+
+    async def _new_session_row(
+        self, item: InboxItem, *, parent_id: str | None = None, message_count: int = 0
+    ) -> SessionRow:
         msg = item.message
         now = self._clock.now()
         stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%d_%H%M%S")
@@ -345,7 +367,7 @@ class Conversations:
                 ],
             )
         )
-        new = SessionRow(
+        return SessionRow(
             id=session_id,
             session_key=item.session_key,
             platform=msg.platform,
@@ -359,8 +381,51 @@ class Conversations:
             model=model.model,
             system_prompt=parts.join(),
             prompt_tiers=parts.sizes(),
+            parent_session_id=parent_id,
+            message_count=message_count,
         )
-        return await self.db.open_session(new)
+
+    # compaction
+    def _compaction_due(self, state: _SessionState, item: InboxItem) -> bool:
+        settings = self._settings.compaction
+        if settings is None:
+            return False
+        upcoming = [*state.history, ChatMessage(role="user", content=item.message.text)]
+        return compaction.is_due(settings, state.row.system_prompt, upcoming)
+
+    async def _compact(
+        self, state: _SessionState, item: InboxItem, *, keep: int | None = None
+    ) -> _SessionState | None:
+        """Summarise the older turns into a child session; None when it cannot be done."""
+        if keep is None:
+            keep = (self._settings.compaction or CompactionSettings()).keep_recent_messages
+        cut = compaction.plan(await self.db.history(state.row.id), keep)
+        if cut is None:
+            return None
+        try:
+            summary = await compaction.summarise(self.runner.model, cut.older)
+        except ModelError as exc:
+            log.warning("compaction of %s skipped: %s", state.row.id, exc.__class__.__name__)
+            return None
+        now = self._clock.now()
+        opening = compaction.child_messages(summary, cut.recent, now)
+        child = await self._new_session_row(
+            item, parent_id=state.row.id, message_count=len(opening)
+        )
+        row = await self.db.compact(state.row.id, now, child, opening)
+        await self._providers.on_session_end(state.row.id)
+        await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
+        compacted = _SessionState(row, [to_chat(m) for m in compaction.as_stored(opening)])
+        self._sessions[item.session_key] = compacted
+        log.info("session %s compacted into %s", state.row.id, row.id)
+        return compacted
+
+    async def compact_session(self, item: InboxItem) -> str:
+        state = await self._session_for(item)
+        compacted = await self._compact(state, item, keep=MANUAL_KEEP)
+        if compacted is None:
+            return "Nothing to compact yet (or the model could not write the summary)."
+        return compaction.NOTICE
 
     # CommandHost
     async def describe_status(self, item: InboxItem) -> str:

@@ -100,6 +100,14 @@ class MemorySettings(_Section):
         return MemoryLimits(self.memory_chars, self.user_chars, self.user_scope)
 
 
+class CompactionConfig(_Section):
+    enabled: bool = True
+    # The model's context window in tokens, and the share of it that triggers compaction.
+    context_window: int = Field(default=128_000, ge=1_000)
+    threshold: float = Field(default=0.8, gt=0, le=1)
+    keep_recent_messages: int = Field(default=10, ge=0, le=1_000)
+
+
 class SearchSettings(_Section):
     enabled: bool = True
     # session_search scope="all" reaches every chat: only for a single-owner deployment.
@@ -127,6 +135,7 @@ class Settings(_Section):
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @property
     def database_url(self) -> str:

@@ -13,6 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from adapters.base import Adapter
 from core.clock import Clock, SystemClock
 from core.commands import builtin_commands
+from core.compaction import CompactionSettings
 from core.conversations import Conversations, ConversationSettings
 from core.errors import StoreError
 from core.memory.status import memory_status
@@ -139,10 +140,22 @@ def _conversations(
         ConversationSettings(
             group_sessions_per_user=settings.sessions.group_sessions_per_user,
             idle_worker_seconds=settings.sessions.idle_worker_seconds,
+            compaction=_compaction(settings),
         ),
         caller_context_for=settings.caller_context,
         memory_blocks_for=memory.blocks_for,
         memory_providers=memory.providers,
+    )
+
+
+def _compaction(settings: Settings) -> CompactionSettings | None:
+    c = settings.compaction
+    if not c.enabled:
+        return None
+    return CompactionSettings(
+        context_window=c.context_window,
+        threshold=c.threshold,
+        keep_recent_messages=c.keep_recent_messages,
     )
 
 

@@ -68,4 +68,10 @@ memory:
 search:
   enabled: true            # the session_search tool over past conversations
   allow_global: false      # let scope="all" search every chat (single-owner deployments only)
+
+compaction:
+  enabled: true            # summarise older turns into a child session when context runs out
+  context_window: 128000   # the model's context window, in tokens
+  threshold: 0.8           # compact when the next request would exceed this share of it
+  keep_recent_messages: 10 # messages carried verbatim into the child session
 """

@@ -6,7 +6,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -481,3 +481,27 @@ async def test_nul_characters_are_stored_on_every_backend(db: SessionDB) -> None
     assert [m.content for m in history] == ["a\ufffdb"]
     assert [r.text for r in replies] == ["reply\ufffd"]
     assert [r.text for r in await db.replies_for(accepted.item.id)] == ["reply\ufffd"]
+
+
+async def test_compaction_switches_sessions_atomically(db: SessionDB) -> None:
+    parent = await db.open_session(session_row("p1"))
+    child = replace(session_row("c1"), parent_session_id="p1", message_count=1)
+    opening = [NewMessage(role="user", content="summary", created_at=T0 + 1)]
+
+    opened = await db.compact("p1", T0 + 1, child, opening)
+
+    ended = await db.session("p1")
+    assert opened.id == "c1"
+    assert opened.parent_session_id == parent.id
+    assert ended is not None
+    assert ended.end_reason == "compaction"
+    assert [m.content for m in await db.history("c1")] == ["summary"]
+    # A second compaction of the (now ended) parent cannot open another child: the whole
+    # transaction rolls back, so the active child and its transcript stay as they were.
+    rival = replace(session_row("c2"), parent_session_id="p1")
+    with pytest.raises(StoreError):
+        await db.compact("p1", T0 + 2, rival, opening)
+    active = await db.active_session("webhook:c1")
+    assert active is not None
+    assert active.id == "c1"
+    assert await db.session("c2") is None

@@ -12,10 +12,18 @@ from sqlalchemy.exc import SQLAlchemyError
 from core.errors import StoreError
 from core.messages import InboundMessage, OutboundMessage
 from core.store import inbox as inbox_ops
+from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
 from core.store.engine import Engines, create_engines, sqlite_path
-from core.store.records import Accepted, InboxItem, SessionRow, StoredMessage, TurnOutcome
+from core.store.records import (
+    Accepted,
+    InboxItem,
+    NewMessage,
+    SessionRow,
+    StoredMessage,
+    TurnOutcome,
+)
 from core.store.turns import write_turn
 from core.store.writer import (
     BatchRunner,
@@ -107,6 +115,12 @@ class SessionDB:
 
     async def open_session(self, new: SessionRow) -> SessionRow:
         return await self.write(lambda c: session_ops.open_session(c, new))
+
+    async def compact(
+        self, parent_id: str, at: float, child: SessionRow, messages: Sequence[NewMessage]
+    ) -> SessionRow:
+        """End ``parent_id`` and open its child with ``messages``, in one transaction."""
+        return await self.write(lambda tx: lineage.compact(tx, parent_id, at, child, messages))
 
     async def history(self, session_id: str) -> list[StoredMessage]:
         async with self.engines.read.connect() as conn:

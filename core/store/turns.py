@@ -28,7 +28,7 @@ _MESSAGE_COLUMNS = (
     "cache_read_tokens",
     "cache_write_tokens",
 )
-_ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
+ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
 _TOUCH = "UPDATE sessions SET last_active_at = :at WHERE id = :id"
 _BUMP = (
     "UPDATE sessions SET last_active_at = :at, message_count = message_count + :messages, "
@@ -49,9 +49,7 @@ _INBOX_CANCELLED = _INBOX_DONE + " AND status = 'pending'"
 def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
     """Commit everything ``outcome`` holds; return the queued replies with their ids."""
     if outcome.messages:
-        tx.executemany(
-            _ADD_MESSAGE, [_message_row(m, outcome.session_id) for m in outcome.messages]
-        )
+        tx.executemany(ADD_MESSAGE, [message_row(m, outcome.session_id) for m in outcome.messages])
     if outcome.session_id is not None:
         _bump_session(tx, outcome, outcome.session_id)
     tx.execute(
@@ -69,7 +67,7 @@ def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
     )
 
 
-def _message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:
+def message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:
     return scrub_row(
         {
             "session_id": session_id,
