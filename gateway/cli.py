@@ -5,27 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from core.errors import ChatgateError, ConfigError
-from core.store.db import SessionDB
 from gateway.config import Settings, default_home, load_settings
 from gateway.memory_cli import memory_app
+from gateway.sessions_cli import sessions_app
 from gateway.starter_config import STARTER_CONFIG
-
-T = TypeVar("T")
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="chatgate: one agent, every chat."
 )
 db_app = typer.Typer(no_args_is_help=True, help="SessionDB schema.")
-sessions_app = typer.Typer(no_args_is_help=True, help="Inspect sessions.")
 app.add_typer(db_app, name="db")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
@@ -119,66 +113,6 @@ def db_current() -> None:
             await engines.dispose()
 
     console.print(f"database: {asyncio.run(read()) or 'empty'}  code: {head_revision()}")
-
-
-@sessions_app.command("list")
-def sessions_list(limit: Annotated[int, typer.Option(min=1)] = 20) -> None:
-    """The most recently active sessions."""
-    rows = _with_db(lambda db: db.recent_sessions(limit))
-    table = Table("id", "key", "turns", "last active (UTC)", "ended")
-    for r in rows:
-        table.add_row(
-            r.id, r.session_key, str(r.turn_count), _ts(r.last_active_at), r.end_reason or ""
-        )
-    console.print(table)
-
-
-@sessions_app.command("show")
-def sessions_show(session_id: str) -> None:
-    """One session: its counters, prompt tier sizes and stored system prompt."""
-    row = _with_db(lambda db: db.session(session_id))
-    if row is None:
-        err.print(f"no session {session_id}")
-        raise typer.Exit(1)
-    for name in (
-        "id",
-        "session_key",
-        "platform",
-        "chat_id",
-        "model",
-        "provider",
-        "turn_count",
-        "message_count",
-        "tool_call_count",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "end_reason",
-        "parent_session_id",
-    ):
-        console.print(f"{name}: {getattr(row, name)}")
-    console.print(f"started_at: {_ts(row.started_at)}")
-    console.print(f"prompt tiers (bytes): {row.prompt_tiers}")
-    console.print("system prompt:", style="bold")
-    console.print(row.system_prompt, markup=False, highlight=False)
-
-
-def _with_db(fn: Callable[[SessionDB], Awaitable[T]]) -> T:
-    from gateway.runtime import migrate
-
-    settings = _settings()
-
-    async def go() -> T:
-        await migrate(settings)
-        async with SessionDB(settings.database_url) as db:
-            return await fn(db)
-
-    return asyncio.run(go())
-
-
-def _ts(value: float) -> str:
-    return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def main() -> None:
