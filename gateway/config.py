@@ -112,6 +112,8 @@ class SearchSettings(_Section):
     enabled: bool = True
     # session_search scope="all" reaches every chat: only for a single-owner deployment.
     allow_global: bool = False
+    # "platform:user_id" of the deployment's owners, who may use scope="all" anyway.
+    owners: list[str] = Field(default_factory=list)
 
 
 class PromptSettings(_Section):

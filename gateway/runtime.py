@@ -122,7 +122,11 @@ def _conversations(
     memory.register(settings, registry, commands)
     if settings.search.enabled:
         registry.register(
-            SessionSearchTool(db.engines.read, allow_global=settings.search.allow_global)
+            SessionSearchTool(
+                db.engines.read,
+                allow_global=settings.search.allow_global,
+                owners=settings.search.owners,
+            )
         )
     for tool in tools:
         registry.register(tool)

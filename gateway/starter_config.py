@@ -68,6 +68,7 @@ memory:
 search:
   enabled: true            # the session_search tool over past conversations
   allow_global: false      # let scope="all" search every chat (single-owner deployments only)
+  owners: []               # who may use scope="all" anyway, e.g. ["telegram:12345"]
 
 compaction:
   enabled: true            # summarise older turns into a child session when context runs out

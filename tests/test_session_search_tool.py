@@ -96,8 +96,10 @@ class World:
                 ids.append(int(result.inserted_primary_key[0]))
         return ids
 
-    def tool(self, *, allow_global: bool = False) -> SessionSearchTool:
-        return SessionSearchTool(self.db.engines.read, allow_global=allow_global)
+    def tool(
+        self, *, allow_global: bool = False, owners: tuple[str, ...] = ()
+    ) -> SessionSearchTool:
+        return SessionSearchTool(self.db.engines.read, allow_global=allow_global, owners=owners)
 
 
 @pytest.fixture
@@ -308,6 +310,13 @@ async def test_scope_all_needs_allow_global(world: World) -> None:
     assert contents(read["messages"]) == ["secret of c2", "hush"]
     # allow_global does not widen the default scope.
     assert (await call(world.tool(allow_global=True), session_id="c2s"))["success"] is False
+
+
+async def test_an_owner_may_search_all_and_nobody_else(world: World) -> None:
+    tool = world.tool(owners=("webhook:u1",))
+    read = await call(tool, session_id="c2s", scope="all")
+    assert contents(read["messages"]) == ["secret of c2", "hush"]
+    assert (await call(tool, BOB_DM, session_id="c2s", scope="all"))["success"] is False
 
 
 # -- bad arguments --------------------------------------------------------------------------

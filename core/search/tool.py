@@ -8,6 +8,7 @@ like a missing one, so the tool never reveals that another person's conversation
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -68,16 +69,21 @@ class SessionSearchTool:
 
     spec = SESSION_SEARCH_SPEC
 
-    def __init__(self, engine: AsyncEngine, *, allow_global: bool) -> None:
+    def __init__(
+        self, engine: AsyncEngine, *, allow_global: bool, owners: Collection[str] = ()
+    ) -> None:
         self._engine = engine
         self._allow_global = allow_global
+        # "platform:user_id" of the people who own this deployment: they may search all.
+        self._owners = frozenset(owners)
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         try:
             parsed = parse(args)
         except ArgumentError as exc:
             return _error(str(exc))
-        if parsed.scope == "all" and not self._allow_global:
+        owner = f"{ctx.platform}:{ctx.user_id}" in self._owners
+        if parsed.scope == "all" and not (self._allow_global or owner):
             return _error("scope='all' is not enabled here; use scope 'chat' or 'user'.")
         async with self._engine.connect() as conn:
             payload = await _run(conn, parsed, ctx)
