@@ -7,14 +7,10 @@ commits the outcome (transcript, replies, inbox status) in one transaction.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import secrets
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from types import TracebackType
 
 from core import compaction, status
@@ -25,10 +21,10 @@ from core.delivery_log import DeliveryLog
 from core.errors import ModelError, ModelRequestError, RateLimited
 from core.memory.provider import MemoryProviders, compose_user_api_content
 from core.messages import InboundMessage, OutboundMessage
-from core.models.base import ChatMessage
-from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
+from core.prompt.builder import CallerContext, PromptBuilder
 from core.router import SessionRouter
 from core.session_key import session_key
+from core.sessions import CallerContextFor, MemoryBlocksFor, SessionKeeper, SessionState
 from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.store.records import (
@@ -41,24 +37,16 @@ from core.store.records import (
 )
 from core.tasks import TaskSet
 from core.tools import ToolContext
-from core.turn import TurnResult, TurnRunner, to_chat
+from core.turn import TurnResult, TurnRunner
 
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
-CallerContextFor = Callable[[InboundMessage], CallerContext]
-MemoryBlocksFor = Callable[[InboundMessage], Sequence[str]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
 
 
 # /compact by hand summarises everything but the last exchange.
 MANUAL_KEEP = 2
-
-
-@dataclass(slots=True)
-class _SessionState:
-    row: SessionRow
-    history: list[ChatMessage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,15 +77,22 @@ class Conversations:
         self.runner = runner
         self.commands = commands
         self.stats = CoreStats()
-        self._prompts = prompts
         self._clock = clock
         self._settings = settings
-        self._caller_context_for = caller_context_for
-        self._memory_blocks_for = memory_blocks_for
         self._providers = memory_providers or MemoryProviders()
         self._deliverers: list[Deliver] = []
         self._status_lines: list[StatusLines] = []
-        self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
+        self.sessions = SessionKeeper(
+            db,
+            runner,
+            prompts,
+            clock,
+            self._providers,
+            caller_context_for=caller_context_for,
+            memory_blocks_for=memory_blocks_for,
+            cache_size=settings.session_cache_size,
+            compaction_settings=settings.compaction,
+        )
         self._tasks = TaskSet("conversations")
         self._delivery_log = DeliveryLog(db, clock)
         self.router = SessionRouter(
@@ -183,10 +178,10 @@ class Conversations:
         parsed = self.commands.parse(item.message.text)
         if parsed is not None:
             return await self._command(item, *parsed)
-        state = await self._session_for(item)
+        state = await self.sessions.current(item)
         notices: list[str] = []
-        if self._compaction_due(state, item):
-            compacted = await self._compact(state, item)
+        if self.sessions.compaction_due(state, item):
+            compacted = await self.sessions.compact(state, item)
             if compacted is not None:
                 state = compacted
                 notices.append(compaction.NOTICE)
@@ -201,7 +196,7 @@ class Conversations:
             return await self._fail(item, state, text, repr(exc), started)
         return await self._complete(item, state, result, started, notices)
 
-    async def _run_turn(self, state: _SessionState, item: InboxItem) -> TurnResult:
+    async def _run_turn(self, state: SessionState, item: InboxItem) -> TurnResult:
         msg = item.message
         # Turn-only recall goes into the API copy of the user message, never the transcript.
         recall = await self._providers.prefetch(msg.text, session_id=state.row.id)
@@ -226,7 +221,7 @@ class Conversations:
     async def _complete(
         self,
         item: InboxItem,
-        state: _SessionState,
+        state: SessionState,
         result: TurnResult,
         started: float,
         notices: Sequence[str] = (),
@@ -261,7 +256,7 @@ class Conversations:
         return replies
 
     async def _fail(
-        self, item: InboxItem, state: _SessionState, reply: str, error: str, started: float
+        self, item: InboxItem, state: SessionState, reply: str, error: str, started: float
     ) -> TurnReplies:
         now = self._clock.now()
         outcome = TurnOutcome(
@@ -276,7 +271,7 @@ class Conversations:
         return await self._finish(outcome)
 
     async def _cancelled(self, item: InboxItem) -> TurnReplies:
-        state = self._sessions.get(item.session_key)
+        state = self.sessions.cached(item.session_key)
         outcome = TurnOutcome(
             item=item,
             status="cancelled",
@@ -300,10 +295,10 @@ class Conversations:
     async def _command(self, item: InboxItem, command: Command, args: str) -> TurnReplies:
         self.stats.commands[command.name] += 1
         reply = await command.handler(self, item, args)
-        state = self._sessions.get(item.session_key)
+        state = self.sessions.cached(item.session_key)
         if state is None and reply.end_session_reason is not None:
             row = await self.db.active_session(item.session_key)
-            state = _SessionState(row, []) if row is not None else None
+            state = SessionState(row, []) if row is not None else None
         outcome = TurnOutcome(
             item=item,
             status="done",
@@ -314,7 +309,7 @@ class Conversations:
         )
         replies = await self._finish(outcome)
         if reply.end_session_reason is not None:
-            self._sessions.pop(item.session_key, None)
+            self.sessions.forget(item.session_key)
             if state is not None:
                 await self._providers.on_session_end(state.row.id)
         return replies
@@ -325,111 +320,16 @@ class Conversations:
             await deliver(replies)
         return TurnReplies(outcome.session_id, replies)
 
-    # sessions
-    async def _session_for(self, item: InboxItem) -> _SessionState:
-        key = item.session_key
-        state = self._sessions.get(key)
-        if state is not None:
-            self._sessions.move_to_end(key)
-            return state
-        row = await self.db.active_session(key) or await self._open_session(item)
-        await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
-        # A session opened just now has no transcript to read back.
-        stored = await self.db.history(row.id) if row.message_count else []
-        state = self._sessions[key] = _SessionState(row, [to_chat(m) for m in stored])
-        while len(self._sessions) > self._settings.session_cache_size:
-            self._sessions.popitem(last=False)
-        return state
-
-    async def _open_session(self, item: InboxItem) -> SessionRow:
-        return await self.db.open_session(await self._new_session_row(item))
-
-    async def _new_session_row(
-        self, item: InboxItem, *, parent_id: str | None = None, message_count: int = 0
-    ) -> SessionRow:
-        msg = item.message
-        now = self._clock.now()
-        stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%d_%H%M%S")
-        session_id = f"{stamp}_{secrets.token_hex(4)}"
-        model = self.runner.model
-        parts = self._prompts.build(
-            PromptContext(
-                session_id=session_id,
-                platform=msg.platform,
-                provider=model.provider,
-                model=model.model,
-                started_at=now,
-                tool_names=self.runner.tools.names(),
-                caller=self._caller_context_for(msg),
-                memory_blocks=[
-                    *await asyncio.to_thread(self._memory_blocks_for, msg),
-                    *self._providers.system_prompt_blocks(),
-                ],
-            )
-        )
-        return SessionRow(
-            id=session_id,
-            session_key=item.session_key,
-            platform=msg.platform,
-            chat_id=msg.chat_id,
-            thread_id=msg.thread_id,
-            user_id=msg.user_id,
-            route=msg.route,
-            started_at=now,
-            last_active_at=now,
-            provider=model.provider,
-            model=model.model,
-            system_prompt=parts.join(),
-            prompt_tiers=parts.sizes(),
-            parent_session_id=parent_id,
-            message_count=message_count,
-        )
-
-    # compaction
-    def _compaction_due(self, state: _SessionState, item: InboxItem) -> bool:
-        settings = self._settings.compaction
-        if settings is None:
-            return False
-        upcoming = [*state.history, ChatMessage(role="user", content=item.message.text)]
-        return compaction.is_due(settings, state.row.system_prompt, upcoming)
-
-    async def _compact(
-        self, state: _SessionState, item: InboxItem, *, keep: int | None = None
-    ) -> _SessionState | None:
-        """Summarise the older turns into a child session; None when it cannot be done."""
-        if keep is None:
-            keep = (self._settings.compaction or CompactionSettings()).keep_recent_messages
-        cut = compaction.plan(await self.db.history(state.row.id), keep)
-        if cut is None:
-            return None
-        try:
-            summary = await compaction.summarise(self.runner.model, cut.older)
-        except ModelError as exc:
-            log.warning("compaction of %s skipped: %s", state.row.id, exc.__class__.__name__)
-            return None
-        now = self._clock.now()
-        opening = compaction.child_messages(summary, cut.recent, now)
-        child = await self._new_session_row(
-            item, parent_id=state.row.id, message_count=len(opening)
-        )
-        row = await self.db.compact(state.row.id, now, child, opening)
-        await self._providers.on_session_end(state.row.id)
-        await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
-        compacted = _SessionState(row, [to_chat(m) for m in compaction.as_stored(opening)])
-        self._sessions[item.session_key] = compacted
-        log.info("session %s compacted into %s", state.row.id, row.id)
-        return compacted
-
     async def compact_session(self, item: InboxItem) -> str:
-        state = await self._session_for(item)
-        compacted = await self._compact(state, item, keep=MANUAL_KEEP)
+        state = await self.sessions.current(item)
+        compacted = await self.sessions.compact(state, item, keep=MANUAL_KEEP)
         if compacted is None:
             return "Nothing to compact yet (or the model could not write the summary)."
         return compaction.NOTICE
 
     # CommandHost
     async def describe_status(self, item: InboxItem) -> str:
-        state = self._sessions.get(item.session_key)
+        state = self.sessions.cached(item.session_key)
         row = state.row if state else await self.db.active_session(item.session_key)
         extras = [await extra(row) for extra in self._status_lines] if row else []
         return status.render(
