@@ -1,0 +1,1 @@
+"""Skills: procedural memory stored as SKILL.md folders."""

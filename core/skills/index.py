@@ -1,0 +1,169 @@
+"""The ``## Skills (mandatory)`` prompt index and its two caches.
+
+The in-process LRU trusts its entries until ``invalidate()``; the skill writer calls it after
+every successful write. The disk snapshot survives restarts and is reused only while the
+manifest (relative path, ``mtime_ns`` and size of every SKILL.md) still matches the tree, so
+edits made by hand outside the writer are picked up on the next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+from core.memory.store import write_atomically
+from core.skills.library import SKILL_FILE, Library, Skill, load_library, skill_folders
+
+logger = logging.getLogger(__name__)
+
+HEADER = "## Skills (mandatory)"
+INSTRUCTION = (
+    "Before replying, scan the skills below. If a skill matches or is even partly relevant "
+    "to your task, load it with skill_view(name) before acting and follow its instructions."
+)
+SNAPSHOT_NAME = ".skills_prompt_snapshot.json"
+SNAPSHOT_VERSION = 1
+
+CacheKey = tuple[str, frozenset[str], str, frozenset[str]]
+Manifest = dict[str, list[int]]
+Loader = Callable[..., Library]
+
+
+def render_index(library: Library) -> str:
+    listed = [skill for skill in library.skills if skill.visible]
+    if not listed:
+        return ""
+    lines = [HEADER, "", INSTRUCTION]
+    categories = sorted({skill.category for skill in listed}, key=lambda c: (c is not None, c))
+    for category in categories:
+        lines.append("")
+        if category is not None:
+            lines.append(f"### {category}")
+        members = sorted((s for s in listed if s.category == category), key=lambda s: s.name)
+        lines.extend(_index_line(skill) for skill in members)
+    return "\n".join(lines) + "\n"
+
+
+def _index_line(skill: Skill) -> str:
+    if skill.broken:
+        return f"- {skill.name}: [broken: {'; '.join(skill.problems)}]"
+    return f"- {skill.name}: {skill.description}"
+
+
+def manifest(skills_dir: Path) -> Manifest:
+    """Relative path → [mtime_ns, size] for every SKILL.md the library would read."""
+    entries: Manifest = {}
+    for folder, _category in skill_folders(skills_dir):
+        path = folder / SKILL_FILE
+        with contextlib.suppress(FileNotFoundError):
+            stat = path.stat()
+            entries[path.relative_to(skills_dir).as_posix()] = [stat.st_mtime_ns, stat.st_size]
+    return entries
+
+
+class SkillsIndexCache:
+    """An LRU of rendered indexes in front of a per-folder disk snapshot."""
+
+    def __init__(self, max_entries: int = 32, loader: Loader = load_library) -> None:
+        self._max_entries = max_entries
+        self._loader = loader
+        self._entries: OrderedDict[CacheKey, str] = OrderedDict()
+        self._folders: set[Path] = set()
+        self._lock = threading.Lock()
+
+    def index_for(
+        self,
+        skills_dir: Path,
+        platform: str,
+        enabled_tools: Collection[str],
+        disabled: Collection[str] = (),
+    ) -> str:
+        folder = skills_dir.resolve()
+        key: CacheKey = (str(folder), frozenset(enabled_tools), platform, frozenset(disabled))
+        with self._lock:
+            self._folders.add(folder)
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+            text = self._from_snapshot(folder, key)
+            self._entries[key] = text
+            if len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+            return text
+
+    def invalidate(self, skills_dir: Path | None = None) -> None:
+        """Drop every cached index and the snapshot of every folder this cache has served."""
+        with self._lock:
+            self._entries.clear()
+            folders = set(self._folders)
+            if skills_dir is not None:
+                folders.add(skills_dir.resolve())
+            for folder in folders:
+                with contextlib.suppress(FileNotFoundError):
+                    (folder / SNAPSHOT_NAME).unlink()
+
+    def _from_snapshot(self, folder: Path, key: CacheKey) -> str:
+        current = manifest(folder)
+        snapshot = _read_snapshot(folder)
+        if snapshot.get("manifest") != current:
+            snapshot = {"version": SNAPSHOT_VERSION, "manifest": current, "indexes": {}}
+        indexes: dict[str, str] = snapshot["indexes"]
+        slot = _snapshot_slot(key)
+        if slot in indexes:
+            return indexes[slot]
+        library = self._loader(folder, platform=key[2], enabled_tools=key[1], disabled=key[3])
+        indexes[slot] = render_index(library)
+        _write_snapshot(folder, snapshot)
+        return indexes[slot]
+
+
+def _snapshot_slot(key: CacheKey) -> str:
+    _folder, enabled, platform, disabled = key
+    return json.dumps([platform, sorted(enabled), sorted(disabled)])
+
+
+def _read_snapshot(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((folder / SNAPSHOT_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    valid = (
+        isinstance(data, dict)
+        and data.get("version") == SNAPSHOT_VERSION
+        and isinstance(data.get("indexes"), dict)
+    )
+    return data if valid else {}
+
+
+def _write_snapshot(folder: Path, snapshot: dict[str, Any]) -> None:
+    if not folder.is_dir():
+        return
+    try:
+        write_atomically(folder / SNAPSHOT_NAME, json.dumps(snapshot, sort_keys=True, indent=1))
+    except OSError as error:
+        # The index is still correct without the snapshot; only the next start is slower.
+        logger.warning("cannot write skills snapshot in %s: %s", folder, error)
+
+
+_default_cache = SkillsIndexCache()
+
+
+def index_for(
+    skills_dir: Path,
+    platform: str,
+    enabled_tools: Collection[str],
+    disabled: Collection[str] = (),
+) -> str:
+    """The rendered index from the process-wide cache."""
+    return _default_cache.index_for(skills_dir, platform, enabled_tools, disabled)
+
+
+def invalidate(skills_dir: Path | None = None) -> None:
+    """Clear the process-wide cache and its snapshots; call after any successful skill write."""
+    _default_cache.invalidate(skills_dir)
