@@ -108,6 +108,12 @@ class CompactionConfig(_Section):
     keep_recent_messages: int = Field(default=10, ge=0, le=1_000)
 
 
+class SkillsSettings(_Section):
+    enabled: bool = True
+    # Skill names the model never sees (they stay on disk).
+    disabled: list[str] = Field(default_factory=list)
+
+
 class SearchSettings(_Section):
     enabled: bool = True
     # session_search scope="all" reaches every chat: only for a single-owner deployment.
@@ -137,6 +143,7 @@ class Settings(_Section):
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -17,10 +17,12 @@ from core.compaction import CompactionSettings
 from core.conversations import Conversations, ConversationSettings
 from core.errors import StoreError
 from core.memory.status import memory_status
+from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
 from core.search.tool import SessionSearchTool
+from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
 from core.store.engine import create_engines
 from core.tools import Tool, ToolRegistry
@@ -128,6 +130,10 @@ def _conversations(
                 owners=settings.search.owners,
             )
         )
+    skills = SkillTools(settings.home / "skills", disabled=settings.skills.disabled)
+    if settings.skills.enabled:
+        for skill_tool in skills.tools(enabled_tools=[*registry.names(), *SKILL_TOOL_NAMES]):
+            registry.register(skill_tool)
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
@@ -147,9 +153,21 @@ def _conversations(
             compaction=_compaction(settings),
         ),
         caller_context_for=settings.caller_context,
-        memory_blocks_for=memory.blocks_for,
+        memory_blocks_for=_volatile_blocks(settings, skills, registry, memory),
         memory_providers=memory.providers,
     )
+
+
+def _volatile_blocks(
+    settings: Settings, skills: SkillTools, registry: ToolRegistry, memory: MemorySetup
+) -> Callable[[InboundMessage], Sequence[str]]:
+    """The skills index (when the skill tools are on), then the memory snapshots."""
+
+    def blocks(msg: InboundMessage) -> Sequence[str]:
+        index = skills.index(msg.platform, registry.names()) if settings.skills.enabled else ""
+        return [b for b in (index, *memory.blocks_for(msg)) if b]
+
+    return blocks
 
 
 def _compaction(settings: Settings) -> CompactionSettings | None:

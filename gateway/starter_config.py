@@ -75,4 +75,8 @@ compaction:
   context_window: 128000   # the model's context window, in tokens
   threshold: 0.8           # compact when the next request would exceed this share of it
   keep_recent_messages: 10 # messages carried verbatim into the child session
+
+skills:
+  enabled: true            # skills_list / skill_view / skill_manage and the skills index
+  disabled: []             # skill names the model never sees
 """

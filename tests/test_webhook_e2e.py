@@ -375,7 +375,14 @@ async def test_tool_call_round_trip(home: Path, fake_openai: FakeOpenAIServer) -
         "webhook",
     )
     first, second = fake_openai.requests
-    assert [t["function"]["name"] for t in first["tools"]] == ["memory", "session_search", "add"]
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "memory",
+        "session_search",
+        "skills_list",
+        "skill_view",
+        "skill_manage",
+        "add",
+    ]
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == "call_add"

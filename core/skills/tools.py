@@ -1,0 +1,168 @@
+"""The three skill tools the model sees: ``skills_list``, ``skill_view``, ``skill_manage``.
+
+Discovery goes through the same library the index is built from, so a skill the
+model cannot see is never offered, and every write clears the index caches so the
+next session's index shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Collection
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from core.models.base import ToolSpec
+from core.skills import index
+from core.skills.library import Library, load_library
+from core.skills.manage import manage_skills
+from core.skills.usage import SkillUsage
+from core.skills.validate import SKILL_FILE, SkillRefused, supporting_path
+from core.tools import ToolContext
+
+SUPPORT_FOLDERS = ("references", "templates", "scripts", "assets")
+SKILL_TOOL_NAMES = ("skills_list", "skill_view", "skill_manage")
+
+LIST_SPEC = ToolSpec(
+    name="skills_list",
+    description="List the skills you can load: name, description and category.",
+    parameters={
+        "type": "object",
+        "properties": {"category": {"type": "string", "description": "only this category"}},
+    },
+)
+VIEW_SPEC = ToolSpec(
+    name="skill_view",
+    description=(
+        "Load a skill: its SKILL.md and the list of its supporting files, or one supporting "
+        "file with `path` (e.g. references/api.md)."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["name"],
+    },
+)
+MANAGE_SPEC = ToolSpec(
+    name="skill_manage",
+    description=(
+        "Create and refine skills (reusable procedures). operations: a list of "
+        "{action: create|patch|edit|delete|write_file|remove_file, name, category?, content?, "
+        "old_string?, new_string?, replace_all?, file_path?, file_content?}, applied all or "
+        "nothing; delete must be alone. SKILL.md needs YAML frontmatter with name and "
+        "description."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "operations": {"type": "array", "items": {"type": "object"}},
+            "action": {"type": "string"},
+            "name": {"type": "string"},
+        },
+    },
+)
+
+
+class SkillTools:
+    """The library of one chatgate home, and the context each tool call brings."""
+
+    def __init__(self, skills_dir: Path, *, disabled: Collection[str] = ()) -> None:
+        self.skills_dir = skills_dir
+        self.usage = SkillUsage(skills_dir)
+        self._disabled = frozenset(disabled)
+
+    def library(self, platform: str, enabled_tools: Collection[str]) -> Library:
+        return load_library(
+            self.skills_dir, platform=platform, enabled_tools=enabled_tools, disabled=self._disabled
+        )
+
+    def index(self, platform: str, enabled_tools: Collection[str]) -> str:
+        """The ``## Skills (mandatory)`` block for a new session's volatile tier."""
+        return index.index_for(self.skills_dir, platform, enabled_tools, self._disabled)
+
+    def tools(self, enabled_tools: Collection[str]) -> list[_SkillTool]:
+        names = frozenset(enabled_tools)
+        return [
+            _SkillTool(LIST_SPEC, lambda a, c: self._list(a, c, names)),
+            _SkillTool(VIEW_SPEC, lambda a, c: self._view(a, c, names)),
+            _SkillTool(MANAGE_SPEC, lambda a, c: self._manage(a)),
+        ]
+
+    def _list(self, args: dict[str, Any], ctx: ToolContext, tools: frozenset[str]) -> Any:
+        category = args.get("category")
+        skills = [
+            {"name": s.name, "description": s.description, "category": s.category}
+            | ({"problems": s.problems} if s.broken else {})
+            for s in self.library(ctx.platform, tools).skills
+            if s.visible and (category is None or s.category == category)
+        ]
+        return {"success": True, "skills": skills, "count": len(skills)}
+
+    def _view(self, args: dict[str, Any], ctx: ToolContext, tools: frozenset[str]) -> Any:
+        name = args.get("name")
+        skill = self.library(ctx.platform, tools).get(name) if isinstance(name, str) else None
+        if skill is None or not skill.visible:
+            return {"success": False, "error": f"No skill named {name!r}; see skills_list."}
+        path = args.get("path")
+        self.usage.record_view(skill.name, _now())
+        if isinstance(path, str) and path:
+            try:
+                target = supporting_path(skill.path, path)
+            except SkillRefused as exc:
+                return {"success": False, "error": str(exc)}
+            if not target.is_file():
+                return {"success": False, "error": f"{path!r} is not a file of {skill.name}."}
+            return {"success": True, "name": skill.name, "path": path, "content": _text(target)}
+        return {
+            "success": True,
+            "name": skill.name,
+            "content": _text(skill.path / SKILL_FILE),
+            "files": _supporting_files(skill.path),
+        }
+
+    def _manage(self, args: dict[str, Any]) -> Any:
+        result = manage_skills(
+            self.skills_dir, args, on_written=lambda: index.invalidate(self.skills_dir)
+        )
+        if result.get("success"):
+            for step in result.get("results", []):
+                if step.get("action") == "create":
+                    self.usage.record_created(step["name"], "user", _now())
+                elif step.get("action") != "delete":
+                    self.usage.record_patch(step["name"], _now())
+        return result
+
+
+Run = Callable[[dict[str, Any], ToolContext], Any]
+
+
+class _SkillTool:
+    def __init__(self, spec: ToolSpec, run: Run) -> None:
+        self.spec = spec
+        self._run = run
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        # Files, locks and fsyncs block: keep them off the event loop.
+        payload = await asyncio.to_thread(self._run, args, ctx)
+        return json.dumps(payload, ensure_ascii=False)
+
+
+def _supporting_files(folder: Path) -> list[str]:
+    files = []
+    for sub in SUPPORT_FOLDERS:
+        root = folder / sub
+        if root.is_dir():
+            files += sorted(
+                p.relative_to(folder).as_posix() for p in root.rglob("*") if p.is_file()
+            )
+    return files
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _now() -> datetime:
+    return datetime.now(tz=UTC)
