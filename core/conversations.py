@@ -7,6 +7,7 @@ commits the outcome (transcript, replies, inbox status) in one transaction.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
+TurnMaterial = Callable[[str, str], str | None]
 
 
 # /compact by hand summarises everything but the last exchange.
@@ -82,6 +84,7 @@ class Conversations:
         self._providers = memory_providers or MemoryProviders()
         self._deliverers: list[Deliver] = []
         self._status_lines: list[StatusLines] = []
+        self._turn_material: list[TurnMaterial] = []
         self.sessions = SessionKeeper(
             db,
             runner,
@@ -115,6 +118,10 @@ class Conversations:
     def on_replies(self, deliver: Deliver) -> None:
         """Call ``deliver`` with every batch of replies once it is committed."""
         self._deliverers.append(deliver)
+
+    def on_turn_material(self, material: TurnMaterial) -> None:
+        """Add ``material(text, platform)``'s text (if any) to this turn's API copy only."""
+        self._turn_material.append(material)
 
     def on_status(self, lines: StatusLines) -> None:
         """Add ``lines(session)`` to what ``/status`` reports for an open session."""
@@ -200,10 +207,15 @@ class Conversations:
         msg = item.message
         # Turn-only recall goes into the API copy of the user message, never the transcript.
         recall = await self._providers.prefetch(msg.text, session_id=state.row.id)
+        api_content = compose_user_api_content(msg.text, recall)
+        for material in self._turn_material:
+            extra = await asyncio.to_thread(material, msg.text, msg.platform)
+            if extra:
+                api_content = f"{api_content or msg.text}\n\n{extra}"
         user = NewMessage(
             role="user",
             content=msg.text,
-            api_content=compose_user_api_content(msg.text, recall),
+            api_content=api_content,
             created_at=msg.received_at,
             platform_message_id=msg.platform_message_id,
         )

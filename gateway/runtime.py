@@ -22,6 +22,7 @@ from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
 from core.search.tool import SessionSearchTool
+from core.skills.slash import slash_loader
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
 from core.store.engine import create_engines
@@ -99,6 +100,11 @@ async def open_gateway(
         conversations.on_replies(delivery.deliver)
         if settings.memory.enabled:
             conversations.on_status(memory_status(db))
+        if settings.skills.enabled:
+            skills_dir, tool_names = settings.home / "skills", conversations.runner.tools.names
+            conversations.on_turn_material(
+                slash_loader(skills_dir, settings.skills.disabled, tool_names)
+            )
         for adapter in adapters:
             await adapter.start(conversations)
             stack.push_async_callback(adapter.stop)

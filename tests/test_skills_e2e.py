@@ -83,3 +83,24 @@ async def test_a_broken_write_is_refused_and_leaves_nothing(
     assert refused["success"] is False
     assert refused["rolled_back"] is True
     assert not (home / "skills" / "ok-skill").exists()
+
+
+async def test_slash_skill_loads_it_for_that_turn_only(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    folder = home / "skills" / "release-notes"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(SKILL, encoding="utf-8")
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("/release-notes for version 2.1")
+        await gw.say("/no-such-skill please")
+        history = await gw.gateway.db.history((await gw.say("thanks")).json()["session_id"])
+
+    sent = fake_openai.requests[0]["messages"][-1]["content"]
+    assert sent.startswith("/release-notes for version 2.1\n\n<skill-context")
+    assert "2. Lead with what users notice." in sent
+    assert "<skill-context" not in fake_openai.requests[1]["messages"][-1]["content"]
+    assert history[0].content == "/release-notes for version 2.1"  # the transcript as typed
+    assert history[0].api_content == sent
+    usage = json.loads((home / "skills" / ".usage.json").read_text())
+    assert usage["release-notes"]["use_count"] == 1
