@@ -14,6 +14,7 @@ from core.errors import ChatgateError, ConfigError
 from gateway.config import Settings, default_home, load_settings
 from gateway.memory_cli import memory_app
 from gateway.sessions_cli import sessions_app
+from gateway.skills_cli import skills_app
 from gateway.starter_config import STARTER_CONFIG
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ db_app = typer.Typer(no_args_is_help=True, help="SessionDB schema.")
 app.add_typer(db_app, name="db")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
+app.add_typer(skills_app, name="skills")
 console = Console()
 err = Console(stderr=True)
 

@@ -112,6 +112,8 @@ class SkillsSettings(_Section):
     enabled: bool = True
     # Skill names the model never sees (they stay on disk).
     disabled: list[str] = Field(default_factory=list)
+    # Stage every skill_manage batch in pending/skills/ until a person approves it.
+    write_approval: bool = False
 
 
 class SearchSettings(_Section):

@@ -22,6 +22,8 @@ from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
 from core.search.tool import SessionSearchTool
+from core.skills.approval import SkillApprovals
+from core.skills.commands import skill_commands
 from core.skills.slash import slash_loader
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
@@ -136,10 +138,21 @@ def _conversations(
                 owners=settings.search.owners,
             )
         )
-    skills = SkillTools(settings.home / "skills", disabled=settings.skills.disabled)
+    approvals = SkillApprovals(settings.home)
+    skills = SkillTools(
+        settings.home / "skills",
+        disabled=settings.skills.disabled,
+        approvals=approvals if settings.skills.write_approval else None,
+    )
     if settings.skills.enabled:
         for skill_tool in skills.tools(enabled_tools=[*registry.names(), *SKILL_TOOL_NAMES]):
             registry.register(skill_tool)
+        for command in skill_commands(
+            lambda platform: skills.library(platform, registry.names()),
+            approvals,
+            approval=settings.skills.write_approval,
+        ):
+            commands.register(command)
     for tool in tools:
         registry.register(tool)
     runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)

@@ -79,4 +79,5 @@ compaction:
 skills:
   enabled: true            # skills_list / skill_view / skill_manage and the skills index
   disabled: []             # skill names the model never sees
+  write_approval: false    # stage skill writes until approved (/skills pending)
 """

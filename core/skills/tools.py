@@ -16,8 +16,10 @@ from typing import Any
 
 from core.models.base import ToolSpec
 from core.skills import index
+from core.skills.approval import SkillApprovals
 from core.skills.library import Library, load_library
 from core.skills.manage import manage_skills
+from core.skills.provenance import current_origin, record_results
 from core.skills.usage import SkillUsage
 from core.skills.validate import SKILL_FILE, SkillRefused, supporting_path
 from core.tools import ToolContext
@@ -68,9 +70,17 @@ MANAGE_SPEC = ToolSpec(
 class SkillTools:
     """The library of one chatgate home, and the context each tool call brings."""
 
-    def __init__(self, skills_dir: Path, *, disabled: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        skills_dir: Path,
+        *,
+        disabled: Collection[str] = (),
+        approvals: SkillApprovals | None = None,
+    ) -> None:
+        """With ``approvals``, every ``skill_manage`` batch is staged instead of written."""
         self.skills_dir = skills_dir
         self.usage = SkillUsage(skills_dir)
+        self.approvals = approvals
         self._disabled = frozenset(disabled)
 
     def library(self, platform: str, enabled_tools: Collection[str]) -> Library:
@@ -123,15 +133,14 @@ class SkillTools:
         }
 
     def _manage(self, args: dict[str, Any]) -> Any:
+        origin = current_origin()
+        if self.approvals is not None:
+            return self.approvals.stage(args, origin)
         result = manage_skills(
             self.skills_dir, args, on_written=lambda: index.invalidate(self.skills_dir)
         )
         if result.get("success"):
-            for step in result.get("results", []):
-                if step.get("action") == "create":
-                    self.usage.record_created(step["name"], "user", _now())
-                elif step.get("action") != "delete":
-                    self.usage.record_patch(step["name"], _now())
+            record_results(self.usage, result.get("results", []), origin, _now())
         return result
 
 

@@ -115,6 +115,14 @@ class SkillUsage:
 
         self._update(name, change)
 
+    def adopt(self, name: str) -> None:
+        """Hand a skill to the curator by declaration; its inactivity clock is kept."""
+
+        def change(record: SkillRecord) -> None:
+            record.created_by = "agent"
+
+        self._update(name, change)
+
     def get(self, name: str) -> SkillRecord | None:
         return self.all().get(name)
 
