@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -61,3 +65,25 @@ async def running_gateway(
             yield RunningGateway(app, server.url, client, settings)
     finally:
         await server.stop()
+
+
+def tool_result(request: dict[str, Any]) -> dict[str, Any]:
+    """The JSON result of the tool call that ``request`` (to the fake model) answers."""
+    last = request["messages"][-1]
+    assert last["role"] == "tool"
+    result: dict[str, Any] = json.loads(last["content"])
+    return result
+
+
+async def notes_stored(home: Path, count: int) -> None:
+    """Wait (bounded) until the notes provider's background sync stored ``count`` rows."""
+    path = home / "memory_provider" / "notes.sqlite3"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while loop.time() < deadline:
+        if path.exists():
+            with sqlite3.connect(path) as conn:
+                if conn.execute("SELECT count(*) FROM exchanges").fetchone()[0] >= count:
+                    return
+        await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling another store's file
+    raise AssertionError(f"the provider did not store {count} exchanges in time")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import RunningGateway, running_gateway
+from tests.gateway_server import RunningGateway, running_gateway, tool_result
 
 TEA = "Prefers green tea over coffee"
 
@@ -16,13 +16,6 @@ def system_of(request: dict[str, Any]) -> str:
     first = request["messages"][0]
     assert first["role"] == "system"
     return str(first["content"])
-
-
-def tool_result(request: dict[str, Any]) -> dict[str, Any]:
-    last = request["messages"][-1]
-    assert last["role"] == "tool"
-    result: dict[str, Any] = json.loads(last["content"])
-    return result
 
 
 async def remember(gw: RunningGateway, fake: FakeOpenAIServer, user_id: str = "u1") -> None:

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from pathlib import Path
 
 from sqlalchemy import select
 
 from core.store.schema import messages
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import running_gateway
+from tests.gateway_server import notes_stored, running_gateway
 
 NOTES = "memory:\n  provider: notes\n"
-
-
-async def exchanges_stored(home: Path, count: int) -> None:
-    """Wait (bounded) until the provider's background sync has written ``count`` rows."""
-    path = home / "memory_provider" / "notes.sqlite3"
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while loop.time() < deadline:
-        if path.exists():
-            with sqlite3.connect(path) as conn:
-                if conn.execute("SELECT count(*) FROM exchanges").fetchone()[0] >= count:
-                    return
-        await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling another store's file
-    raise AssertionError(f"the provider did not store {count} exchanges in time")
 
 
 async def test_recall_reaches_the_model_but_not_the_transcript(
@@ -36,7 +20,7 @@ async def test_recall_reaches_the_model_but_not_the_transcript(
     env = fake_openai.gateway_env()
     async with running_gateway(home, env) as gw:
         await gw.say("my cat is called Miso")
-        await exchanges_stored(home, 1)
+        await notes_stored(home, 1)
         await gw.say("/new")
         asked = await gw.say("what is my cat called?")
         session_id = asked.json()["session_id"]
@@ -66,7 +50,7 @@ async def test_recall_is_kept_per_person(home: Path, fake_openai: FakeOpenAIServ
     (home / "config.yaml").write_text(NOTES, encoding="utf-8")
     async with running_gateway(home, fake_openai.gateway_env()) as gw:
         await gw.say("my cat is called Miso", user_id="alice")
-        await exchanges_stored(home, 1)
+        await notes_stored(home, 1)
         await gw.say("what is my cat called?", chat_id="c2", user_id="bob")
 
     assert "<memory-context>" not in fake_openai.requests[1]["messages"][-1]["content"]

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import RunningGateway, running_gateway
+from tests.gateway_server import RunningGateway, notes_stored, running_gateway
 
 CONFIG = "memory:\n  provider: notes\n"
-
-
-async def notes_stored(home: Path, count: int) -> None:
-    """Wait (bounded) for the provider's background sync of ``count`` exchanges."""
-    path = home / "memory_provider" / "notes.sqlite3"
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while loop.time() < deadline:
-        if path.exists():
-            with sqlite3.connect(path) as conn:
-                if conn.execute("SELECT count(*) FROM exchanges").fetchone()[0] >= count:
-                    return
-        await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling another store's file
-    raise AssertionError(f"the provider did not store {count} exchanges in time")
 
 
 async def turn(gw: RunningGateway, fake: FakeOpenAIServer, n: int) -> None:

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import running_gateway
+from tests.gateway_server import running_gateway, tool_result
 
 FACT = "the staging database is rotated every Friday at noon"
-
-
-def tool_result(request: dict[str, Any]) -> dict[str, Any]:
-    last = request["messages"][-1]
-    assert last["role"] == "tool"
-    result: dict[str, Any] = json.loads(last["content"])
-    return result
 
 
 async def test_a_past_session_is_found_in_its_own_chat_only(

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import running_gateway
+from tests.gateway_server import running_gateway, tool_result
 
 SKILL = """---
 name: release-notes
@@ -16,13 +15,6 @@ description: Write release notes from a list of merged changes
 1. Group changes by area.
 2. Lead with what users notice.
 """
-
-
-def tool_result(request: dict[str, Any]) -> dict[str, Any]:
-    last = request["messages"][-1]
-    assert last["role"] == "tool"
-    result: dict[str, Any] = json.loads(last["content"])
-    return result
 
 
 async def test_a_skill_the_model_writes_is_indexed_next_session_and_viewable(
