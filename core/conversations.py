@@ -7,7 +7,6 @@ commits the outcome (transcript, replies, inbox status) in one transaction.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,7 +43,7 @@ log = logging.getLogger(__name__)
 
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
-TurnMaterial = Callable[[str, str], str | None]
+TurnMaterial = Callable[[str, str], Awaitable[str | None]]
 
 
 # /compact by hand summarises everything but the last exchange.
@@ -209,7 +208,7 @@ class Conversations:
         recall = await self._providers.prefetch(msg.text, session_id=state.row.id)
         api_content = compose_user_api_content(msg.text, recall)
         for material in self._turn_material:
-            extra = await asyncio.to_thread(material, msg.text, msg.platform)
+            extra = await material(msg.text, msg.platform)
             if extra:
                 api_content = f"{api_content or msg.text}\n\n{extra}"
         user = NewMessage(

@@ -7,8 +7,9 @@ stored ``api_content`` keeps the bytes sent, so replays stay identical.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,11 +51,11 @@ def skill_material(
 
 def slash_loader(
     skills_dir: Path, disabled: Collection[str], enabled_tools: Callable[[], Collection[str]]
-) -> Callable[[str, str], str | None]:
+) -> Callable[[str, str], Awaitable[str | None]]:
     """A loader for the turn loop: the fenced skill for ``(text, platform)``, counted as a use."""
     usage = SkillUsage(skills_dir)
 
-    def load(text: str, platform: str) -> str | None:
+    def load_blocking(text: str, platform: str) -> str | None:
         found = skill_material(
             skills_dir, text, platform=platform, enabled_tools=enabled_tools(), disabled=disabled
         )
@@ -62,5 +63,11 @@ def slash_loader(
             return None
         usage.record_use(found[0], datetime.now(tz=UTC))
         return found[1]
+
+    async def load(text: str, platform: str) -> str | None:
+        # Most messages are not a /skill: decide that without leaving the event loop.
+        if _SLASH.match(text.strip()) is None:
+            return None
+        return await asyncio.to_thread(load_blocking, text, platform)
 
     return load
