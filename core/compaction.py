@@ -43,17 +43,27 @@ class Plan:
     recent: list[StoredMessage]
 
 
-def estimated_tokens(system: str, messages: Sequence[ChatMessage]) -> int:
-    """A cheap, provider-independent estimate (about four characters per token)."""
-    chars = len(system)
+def message_chars(messages: Sequence[ChatMessage]) -> int:
+    """Characters the messages add to a request (content, tool calls, a little framing)."""
+    chars = 0
     for m in messages:
         chars += len(m.content or "") + 16
         chars += sum(len(c.arguments) + len(c.name) for c in m.tool_calls)
-    return chars // CHARS_PER_TOKEN
+    return chars
+
+
+def estimated_tokens(system: str, messages: Sequence[ChatMessage]) -> int:
+    """A cheap, provider-independent estimate (about four characters per token)."""
+    return (len(system) + message_chars(messages)) // CHARS_PER_TOKEN
+
+
+def exceeds(settings: CompactionSettings, chars: int) -> bool:
+    """Whether a request of ``chars`` characters passes the compaction threshold."""
+    return chars // CHARS_PER_TOKEN > settings.threshold * settings.context_window
 
 
 def is_due(settings: CompactionSettings, system: str, messages: Sequence[ChatMessage]) -> bool:
-    return estimated_tokens(system, messages) > settings.threshold * settings.context_window
+    return exceeds(settings, len(system) + message_chars(messages))
 
 
 def plan(stored: Sequence[StoredMessage], keep_recent: int) -> Plan | None:

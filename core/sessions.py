@@ -40,6 +40,16 @@ class SessionState:
 
     row: SessionRow
     history: list[ChatMessage]
+    # Characters of ``history[:counted]``, kept as the history grows (it only appends).
+    counted: int = 0
+    chars: int = 0
+
+    def history_chars(self) -> int:
+        if self.counted > len(self.history):  # replaced, not appended: count afresh
+            self.counted, self.chars = 0, 0
+        self.chars += compaction.message_chars(self.history[self.counted :])
+        self.counted = len(self.history)
+        return self.chars
 
 
 class SessionKeeper:
@@ -139,8 +149,9 @@ class SessionKeeper:
         settings = self._compaction
         if settings is None:
             return False
-        upcoming = [*state.history, ChatMessage(role="user", content=item.message.text)]
-        return compaction.is_due(settings, state.row.system_prompt, upcoming)
+        upcoming = compaction.message_chars([ChatMessage(role="user", content=item.message.text)])
+        chars = len(state.row.system_prompt) + state.history_chars() + upcoming
+        return compaction.exceeds(settings, chars)
 
     async def compact(
         self, state: SessionState, item: InboxItem, *, keep: int | None = None

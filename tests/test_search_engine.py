@@ -170,3 +170,23 @@ async def test_cjk_long_and_short_queries(db: AsyncEngine) -> None:
 async def test_nothing_searchable_finds_nothing(db: AsyncEngine) -> None:
     await add(db, "s-alice", "anything")
     assert await ids(db, '"" ** AND', ALL) == []
+
+
+async def test_cjk_index_follows_updates_between_cjk_and_latin_text(db: AsyncEngine) -> None:
+    # Only CJK-bearing rows go into the trigram index; an update moving a row in or out
+    # of CJK must keep that index exact (no stale hit, no missed one).
+    row = await add(db, "s-alice", "plain latin text first")
+    assert await ids(db, "东京塔", ALL) == []
+    async with db.begin() as conn:
+        await conn.execute(update(messages).where(messages.c.id == row).values(content="去东京塔"))
+    assert await ids(db, "东京塔", ALL) == [row]
+    async with db.begin() as conn:
+        await conn.execute(
+            update(messages).where(messages.c.id == row).values(content="back to latin")
+        )
+    assert await ids(db, "东京塔", ALL) == []
+    assert await ids(db, "latin", ALL) == [row]
+    if db.dialect.name == "sqlite":
+        async with db.connect() as conn:
+            integrity = "INSERT INTO messages_trigram(messages_trigram) VALUES ('integrity-check')"
+            await conn.exec_driver_sql(integrity)  # raises if the index drifted from its rows

@@ -21,10 +21,17 @@ down_revision: str | None = "0002"
 branch_labels = None
 depends_on = None
 
-# (table, indexed columns, extra fts5 options)
+# Only CJK queries use the trigram index, and they can only match text holding CJK, so
+# only such rows are indexed there: trigram-indexing every message cost ~40% of the
+# gateway's turns/s. The ranges mirror ``core.search.sanitize.has_cjk``.
+CJK_GLOB = (
+    "*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]*"
+)
+
+# (table, indexed columns, extra fts5 options, which rows: a SQL condition on the row)
 _SQLITE_INDEXES = (
-    ("messages_fts", ("content", "tool_name"), ""),
-    ("messages_trigram", ("content",), ", tokenize='trigram'"),
+    ("messages_fts", ("content", "tool_name"), "", ""),
+    ("messages_trigram", ("content",), ", tokenize='trigram'", "{row}.content GLOB :cjk"),
 )
 
 
@@ -37,7 +44,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        for table, _, _ in _SQLITE_INDEXES:
+        for table, _, _, _ in _SQLITE_INDEXES:
             for suffix in ("ai", "ad", "au"):
                 op.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
             op.execute(f"DROP TABLE IF EXISTS {table}")
@@ -48,10 +55,10 @@ def downgrade() -> None:
 
 
 def _upgrade_sqlite() -> None:
-    for table, columns, options in _SQLITE_INDEXES:
+    for table, columns, options, rows in _SQLITE_INDEXES:
         if options and not _sqlite_has_trigram():
             continue
-        _create_fts5(table, columns, options)
+        _create_fts5(table, columns, options, rows)
 
 
 def _sqlite_has_trigram() -> bool:
@@ -66,12 +73,20 @@ def _sqlite_has_trigram() -> bool:
     return True
 
 
-def _create_fts5(table: str, columns: tuple[str, ...], options: str) -> None:
+def _create_fts5(table: str, columns: tuple[str, ...], options: str, rows: str) -> None:
     names = ", ".join(columns)
-    new = ", ".join(f"new.{column}" for column in columns)
-    old = ", ".join(f"old.{column}" for column in columns)
-    delete = f"INSERT INTO {table}({table}, rowid, {names}) VALUES ('delete', old.id, {old});"
-    insert = f"INSERT INTO {table}(rowid, {names}) VALUES (new.id, {new});"
+    glob = "'" + CJK_GLOB + "'"
+
+    def values(row: str) -> str:
+        # SELECT ... WHERE keeps one trigger per event, so an update deletes before it inserts.
+        picked = ", ".join(f"{row}.{column}" for column in columns)
+        condition = f" WHERE {rows.format(row=row).replace(':cjk', glob)}" if rows else ""
+        return f"{picked}{condition}"
+
+    delete = (
+        f"INSERT INTO {table}({table}, rowid, {names}) SELECT 'delete', old.id, {values('old')};"
+    )
+    insert = f"INSERT INTO {table}(rowid, {names}) SELECT new.id, {values('new')};"
     op.execute(
         f"CREATE VIRTUAL TABLE {table} USING fts5({names}, "
         f"content='messages', content_rowid='id'{options})"
@@ -82,7 +97,10 @@ def _create_fts5(table: str, columns: tuple[str, ...], options: str) -> None:
         f"CREATE TRIGGER {table}_au AFTER UPDATE OF {names} ON messages BEGIN {delete} {insert} END"
     )
     # Index the rows written before this revision.
-    op.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+    backfill = f"INSERT INTO {table}(rowid, {names}) SELECT id, {names} FROM messages"
+    if rows:
+        backfill += f" WHERE {rows.format(row='messages').replace(':cjk', glob)}"
+    op.execute(backfill)
 
 
 def _upgrade_postgres() -> None:
