@@ -11,27 +11,21 @@ entry changed, the store is full, ...) leaves the write pending with the reason.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import re
-import secrets
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from core.errors import ChatgateError
 from core.memory.operations import Action, Operation, pin_targets
 from core.memory.refusals import MemoryRefused, OverLimit
-from core.memory.store import MemoryStore, Result, write_atomically
+from core.memory.store import MemoryStore, Result
+from core.pending import UNREADABLE, PendingFolder
 
 log = logging.getLogger(__name__)
 
-_ID = re.compile(r"[0-9a-f]{8}")
 _ACTIONS: tuple[Action, ...] = ("add", "patch", "remove")
 UNPINNED = (
     "it was staged without the entry it changes, so its target cannot be verified; "
@@ -117,8 +111,8 @@ class PendingWrites:
 
     def __init__(self, home: Path) -> None:
         self.memories = home / "memories"
-        self.folder = home / "pending" / "memory"
-        self._lock = FileLock(self.folder / ".lock")
+        self.pending = PendingFolder(home / "pending" / "memory", "memory")
+        self.folder = self.pending.folder
 
     def stage(
         self,
@@ -132,7 +126,7 @@ class PendingWrites:
         The same batch for the same file staged twice keeps its first id.
         """
         pinned = pin_targets(entries, operations)
-        with self._locked():
+        with self.pending.locked():
             existing = self.list()
             for other in existing:
                 if other.path == store.path and other.operations == pinned:
@@ -140,21 +134,14 @@ class PendingWrites:
             # Strictly after every earlier write, so "approve all" replays them in order.
             created = max([time.time(), *(w.created_at + 1e-6 for w in existing)])
             write = PendingWrite(
-                self._new_id(), created, target, store.path, store.limit, store.label, pinned
+                self.pending.new_id(), created, target, store.path, store.limit, store.label, pinned
             )
             self._save(write)
         return write
 
     def list(self) -> tuple[PendingWrite, ...]:
         """Every pending write, oldest first; unreadable files are logged and skipped."""
-        if not self.folder.is_dir():
-            return ()
-        writes: list[PendingWrite] = []
-        for path in self.folder.glob("*.json"):
-            try:
-                writes.append(self._read(path))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning("skipping unreadable pending memory write %s: %s", path.name, exc)
+        writes = self.pending.read_all(PendingWrite.from_json, _id)
         return tuple(sorted(writes, key=lambda w: (w.created_at, w.id)))
 
     def get(self, pending_id: str) -> PendingWrite:
@@ -163,7 +150,7 @@ class PendingWrites:
             return self._read(path)
         except FileNotFoundError:
             raise PendingNotFound(pending_id) from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except UNREADABLE as exc:
             raise ChatgateError(f"pending memory write {pending_id} is unreadable: {exc}") from exc
 
     def approve(self, pending_id: str) -> Decision:
@@ -171,7 +158,7 @@ class PendingWrites:
 
         Raises ``PendingNotFound`` for an unknown id.
         """
-        with self._locked():
+        with self.pending.locked():
             write = self.get(pending_id)
             decision = self._replay(write)
             if decision.approved:
@@ -190,7 +177,7 @@ class PendingWrites:
 
     def reject(self, pending_id: str) -> PendingWrite:
         """Drop one pending write unapplied. Raises ``PendingNotFound`` for an unknown id."""
-        with self._locked():
+        with self.pending.locked():
             write = self.get(pending_id)
             self._path(write.id).unlink()
         return write
@@ -213,32 +200,21 @@ class PendingWrites:
             return Decision(write, result, refusal_reason(write.label, result.refusal))
         return Decision(write, result)
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            yield
-
-    def _new_id(self) -> str:
-        while True:
-            candidate = secrets.token_hex(4)
-            if not self._path(candidate).exists():
-                return candidate
-
     def _path(self, pending_id: str) -> Path:
-        if not _ID.fullmatch(pending_id):
+        path = self.pending.path(pending_id)
+        if path is None:
             raise PendingNotFound(pending_id)
-        return self.folder / f"{pending_id}.json"
+        return path
 
     def _read(self, path: Path) -> PendingWrite:
-        write = PendingWrite.from_json(json.loads(path.read_text(encoding="utf-8")))
-        if f"{write.id}.json" != path.name:
-            raise ValueError(f"its id {write.id!r} does not match the file name")
-        return write
+        return self.pending.read(path, PendingWrite.from_json, _id)
 
     def _save(self, write: PendingWrite) -> None:
-        text = json.dumps(write.to_json(), ensure_ascii=False, indent=2)
-        write_atomically(self._path(write.id), text + "\n")
+        self.pending.save(write.id, write.to_json())
+
+
+def _id(write: PendingWrite) -> str:
+    return write.id
 
 
 def refusal_reason(label: str, refusal: MemoryRefused) -> str:

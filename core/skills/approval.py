@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import json
 import logging
-import re
-import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
-from core.memory.store import write_atomically
+from core.pending import PendingFolder
 from core.skills import index
 from core.skills.manage import find_skill, manage_skills
 from core.skills.provenance import ORIGINS, WriteOrigin, record_results
@@ -36,8 +30,6 @@ from core.skills.usage import SkillUsage
 from core.skills.validate import SkillRefused, check_name
 
 log = logging.getLogger(__name__)
-
-_ID = re.compile(r"[0-9a-f]{8}")
 
 
 @dataclass(frozen=True)
@@ -107,8 +99,8 @@ class SkillApprovals:
 
     def __init__(self, home: Path) -> None:
         self.skills_dir = home / "skills"
-        self.folder = home / "pending" / "skills"
-        self._lock = FileLock(self.folder / ".lock")
+        self.pending = PendingFolder(home / "pending" / "skills", "skill")
+        self.folder = self.pending.folder
 
     def stage(self, arguments: Mapping[str, Any], origin: WriteOrigin) -> dict[str, Any]:
         """Dry-run ``arguments`` (the tool's) and stage them; the payload is the tool answer."""
@@ -118,9 +110,9 @@ class SkillApprovals:
         if not result.get("success"):
             return result
         names = tuple(dict.fromkeys(step["name"] for step in result["results"]))
-        with self._locked():
+        with self.pending.locked():
             write = PendingSkillWrite(
-                self._new_id(),
+                self.pending.new_id(),
                 self._next_time(),
                 origin,
                 tuple(dict(op) for op in operations),
@@ -141,18 +133,11 @@ class SkillApprovals:
 
     def list(self) -> list[PendingSkillWrite]:
         """Every pending batch, oldest first; unreadable files are logged and skipped."""
-        if not self.folder.is_dir():
-            return []
-        writes: list[PendingSkillWrite] = []
-        for path in self.folder.glob("*.json"):
-            try:
-                writes.append(self._read(path))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning("skipping unreadable pending skill write %s: %s", path.name, exc)
+        writes = self.pending.read_all(PendingSkillWrite.from_json, _id)
         return sorted(writes, key=lambda w: (w.created_at, w.id))
 
     def get(self, pending_id: str) -> PendingSkillWrite | None:
-        path = self._path(pending_id)
+        path = self.pending.path(pending_id)
         if path is None:
             return None
         try:
@@ -169,7 +154,7 @@ class SkillApprovals:
 
     def approve(self, pending_id: str) -> ApprovalOutcome:
         """Replay one batch against fresh state; a refused batch stays pending."""
-        with self._locked():
+        with self.pending.locked():
             write = self.get(pending_id)
             if write is None:
                 return ApprovalOutcome(pending_id, ok=False, message=_missing(pending_id))
@@ -185,7 +170,7 @@ class SkillApprovals:
             record_results(
                 SkillUsage(self.skills_dir), result["results"], write.origin, datetime.now(tz=UTC)
             )
-            self._file(write.id).unlink()
+            self.pending.file(write.id).unlink()
         return ApprovalOutcome(write.id, ok=True, message=str(result["message"]))
 
     def approve_all(self) -> Outcomes:
@@ -194,10 +179,10 @@ class SkillApprovals:
 
     def reject(self, pending_id: str) -> bool:
         """Drop one batch unapplied; False when there is no such batch."""
-        path = self._path(pending_id)
+        path = self.pending.path(pending_id)
         if path is None:
             return False
-        with self._locked():
+        with self.pending.locked():
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -207,37 +192,19 @@ class SkillApprovals:
     def reject_all(self) -> int:
         return sum(self.reject(write.id) for write in self.list())
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            yield
-
     def _next_time(self) -> float:
         # Strictly after every earlier batch, so "approve all" replays them in order.
         return max([time.time(), *(w.created_at + 1e-6 for w in self.list())])
 
-    def _new_id(self) -> str:
-        while True:
-            candidate = secrets.token_hex(4)
-            if not self._file(candidate).exists():
-                return candidate
-
-    def _path(self, pending_id: str) -> Path | None:
-        return self._file(pending_id) if _ID.fullmatch(pending_id) else None
-
-    def _file(self, pending_id: str) -> Path:
-        return self.folder / f"{pending_id}.json"
-
     def _read(self, path: Path) -> PendingSkillWrite:
-        write = PendingSkillWrite.from_json(json.loads(path.read_text(encoding="utf-8")))
-        if f"{write.id}.json" != path.name:
-            raise ValueError(f"its id {write.id!r} does not match the file name")
-        return write
+        return self.pending.read(path, PendingSkillWrite.from_json, _id)
 
     def _save(self, write: PendingSkillWrite) -> None:
-        text = json.dumps(write.to_json(), ensure_ascii=False, indent=2)
-        write_atomically(self._file(write.id), text + "\n")
+        self.pending.save(write.id, write.to_json())
+
+
+def _id(write: PendingSkillWrite) -> str:
+    return write.id
 
 
 def _missing(pending_id: str) -> str:
