@@ -58,3 +58,20 @@ class OutboundMessage:
     reply_to: str | None = None
     inbox_id: int | None = None
     created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTarget:
+    """Where an unprompted message goes: a chat (and thread) on one platform.
+
+    ``route`` matters for the webhook adapter, whose chats live under a route.
+    """
+
+    platform: str
+    chat_id: str
+    thread_id: str | None = None
+    route: str | None = None
+
+    @classmethod
+    def of(cls, msg: InboundMessage) -> ChatTarget:
+        return cls(msg.platform, msg.chat_id, msg.thread_id, msg.route)

@@ -30,6 +30,12 @@ class _Lane:
     wakeup: asyncio.Future[None] | None = None  # pending while the worker waits for work
     current: asyncio.Task[TurnReplies] | None = None
     stop_requested: bool = False
+    idle_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+
+    def notify_idle(self) -> None:
+        waiters, self.idle_waiters = self.idle_waiters, []
+        for waiter in waiters:
+            _wake(waiter)
 
 
 class SessionRouter:
@@ -75,6 +81,18 @@ class SessionRouter:
         lane.current.cancel()
         return True
 
+    def busy(self, key: str) -> bool:
+        """True while ``key`` has an item running or queued."""
+        lane = self._lanes.get(key)
+        return lane is not None and (lane.current is not None or bool(lane.queue))
+
+    async def until_idle(self, key: str) -> None:
+        """Return once ``key`` has nothing running or queued (background work yields so)."""
+        while self.busy(key):
+            waiter = asyncio.get_running_loop().create_future()
+            self._lanes[key].idle_waiters.append(waiter)
+            await waiter
+
     @property
     def active_lanes(self) -> int:
         return len(self._lanes)
@@ -99,9 +117,12 @@ class SessionRouter:
                         return  # idle for ``idle_seconds``
                     continue
                 await self._process(lane, lane.queue.popleft())
+                if not lane.queue:
+                    lane.notify_idle()
         finally:
             if self._lanes.get(key) is lane:
                 del self._lanes[key]
+            lane.notify_idle()
 
     async def _wait_for_work(self, lane: _Lane) -> None:
         # A future and a timer, once per item on a lane that keeps up: ``wait_for``

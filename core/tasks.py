@@ -34,6 +34,11 @@ class TaskSet:
         if exc is not None:
             log.error("background task %s failed", task.get_name(), exc_info=exc)
 
+    async def wait(self) -> None:
+        """Return once every task (including ones spawned meanwhile) has finished."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
     async def close(self) -> None:
         tasks = list(self._tasks)
         for task in tasks:

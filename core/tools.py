@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +26,8 @@ class ToolContext:
     platform: str
     chat_id: str
     user_id: str
+    thread_id: str | None = None
+    route: str | None = None
 
 
 class Tool(Protocol):
@@ -39,8 +42,17 @@ class Tool(Protocol):
 class ToolRegistry:
     """Tools by name, in registration order."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, refusal: str | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self._refusal = refusal
+
+    def restricted(self, names: Collection[str], refusal: str) -> ToolRegistry:
+        """The tools named in ``names`` (same objects, same order); other calls get ``refusal``."""
+        subset = ToolRegistry(refusal=refusal)
+        for name, tool in self._tools.items():
+            if name in names:
+                subset._tools[name] = tool
+        return subset
 
     def register(self, tool: Tool) -> None:
         name = tool.spec.name
@@ -57,6 +69,8 @@ class ToolRegistry:
     async def run(self, call: ToolCall, ctx: ToolContext) -> str:
         """Run one call; any failure becomes an error payload the model can act on."""
         tool = self._tools.get(call.name)
+        if tool is None and self._refusal is not None:
+            return _error(f"{call.name!r} is refused: {self._refusal}")
         if tool is None:
             return _error(f"Unknown tool {call.name!r}. Available: {', '.join(self._tools)}")
         try:

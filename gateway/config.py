@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -95,6 +96,8 @@ class MemorySettings(_Section):
     # An external memory provider beside the built-in files, by name ("" = none).
     provider: str = ""
     provider_options: dict[str, Any] = Field(default_factory=dict)
+    # A background memory review after this many user turns without a memory write (0: off).
+    nudge_interval: int = Field(default=10, ge=0, le=1000)
 
     def limits(self) -> MemoryLimits:
         return MemoryLimits(self.memory_chars, self.user_chars, self.user_scope)
@@ -114,6 +117,57 @@ class SkillsSettings(_Section):
     disabled: list[str] = Field(default_factory=list)
     # Stage every skill_manage batch in pending/skills/ until a person approves it.
     write_approval: bool = False
+    # A background skill review after this many tool iterations without skill_manage (0: off).
+    nudge_interval: int = Field(default=10, ge=0, le=1000)
+
+
+class ReviewSettings(_Section):
+    """The background review that runs after a reply, every ~10 turns of a session."""
+
+    enabled: bool = True
+    # Reviews running at once across the gateway; they never hold a chat's lane.
+    concurrency: int = Field(default=1, ge=1, le=32)
+    max_iterations: int = Field(default=16, ge=1, le=64)
+    # Tell the chat what a review changed ("Memory updated: ...").
+    notify: bool = True
+
+
+class CuratorSettings(_Section):
+    """The idle-gated pass that stales and archives skills the agent created itself."""
+
+    enabled: bool = True
+    interval_hours: float = Field(default=168, gt=0)
+    min_idle_hours: float = Field(default=2, ge=0)
+    stale_after_days: float = Field(default=30, gt=0)
+    archive_after_days: float = Field(default=90, gt=0)
+    # A model pass that merges near-duplicate agent-created skills into umbrella skills.
+    consolidate: bool = False
+    keep_backups: int = Field(default=5, ge=1, le=100)
+    # How often the gates are checked.
+    check_minutes: float = Field(default=60, gt=0)
+
+
+class CronSettings(_Section):
+    """Scheduled prompts whose output is delivered to a chat or a file."""
+
+    enabled: bool = True
+    # How often due jobs are looked for (a job created in chat also wakes the scheduler).
+    tick_seconds: float = Field(default=30, ge=1, le=3600)
+    # Jobs one chat may hold, so a runaway model cannot fill the table.
+    max_jobs_per_chat: int = Field(default=50, ge=1, le=10_000)
+    # The zone five-field cron expressions and ISO times without an offset are read in.
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ValueError, ZoneInfoNotFoundError):
+            raise ValueError(
+                f"unknown time zone {value!r} (use an IANA name such as UTC)"
+            ) from None
+        return value
 
 
 class SearchSettings(_Section):
@@ -147,6 +201,9 @@ class Settings(_Section):
     search: SearchSettings = Field(default_factory=SearchSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
+    curator: CuratorSettings = Field(default_factory=CuratorSettings)
+    cron: CronSettings = Field(default_factory=CronSettings)
 
     @property
     def database_url(self) -> str:

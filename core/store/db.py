@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.errors import StoreError
-from core.messages import InboundMessage, OutboundMessage
+from core.messages import ChatTarget, InboundMessage, OutboundMessage
 from core.store import inbox as inbox_ops
 from core.store import lineage
 from core.store import outbox as outbox_ops
@@ -122,6 +122,10 @@ class SessionDB:
         """End ``parent_id`` and open its child with ``messages``, in one transaction."""
         return await self.write(lambda tx: lineage.compact(tx, parent_id, at, child, messages))
 
+    async def record_detached(self, row: SessionRow, messages: Sequence[NewMessage]) -> None:
+        """Store a finished one-off session (a scheduled run) and its transcript at once."""
+        await self.write(lambda tx: lineage.record_detached(tx, row, messages))
+
     async def history(self, session_id: str) -> list[StoredMessage]:
         async with self.engines.read.connect() as conn:
             return await session_ops.history(conn, session_id)
@@ -133,6 +137,14 @@ class SessionDB:
     # turns and replies
     async def finish_turn(self, outcome: TurnOutcome) -> list[OutboundMessage]:
         return await self.write(lambda c: write_turn(c, outcome))
+
+    async def add_notices(
+        self, target: ChatTarget, texts: Sequence[str], at: float, session_id: str | None = None
+    ) -> list[OutboundMessage]:
+        """Queue messages for a chat that no inbound message asked for."""
+        return await self.write(
+            lambda tx: outbox_ops.add_notices(tx, target, session_id, texts, at)
+        )
 
     async def replies_for(self, inbox_id: int) -> list[OutboundMessage]:
         async with self.engines.read.connect() as conn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from core.errors import StoreError
@@ -25,3 +26,22 @@ def compact(
     if messages:
         tx.executemany(ADD_MESSAGE, [message_row(m, child.id) for m in messages])
     return opened
+
+
+def record_detached(tx: Tx, row: SessionRow, messages: Sequence[NewMessage]) -> None:
+    """Store a finished one-off session (a scheduled run) with its transcript, already ended.
+
+    A session of the same key left active by a crash is ended first (``abandoned``).
+    """
+    active = tx.fetch(
+        "SELECT id FROM sessions WHERE session_key = :key AND ended_at IS NULL",
+        {"key": row.session_key},
+    )
+    for found in active:
+        session_ops.end(tx, found["id"], "abandoned", row.started_at)
+    opened = session_ops.open_session(tx, dataclasses.replace(row, ended_at=None, end_reason=None))
+    if opened.id != row.id:
+        raise StoreError("another session of this scheduled job is active; try again")
+    if messages:
+        tx.executemany(ADD_MESSAGE, [message_row(m, row.id) for m in messages])
+    session_ops.end(tx, row.id, row.end_reason or "done", row.ended_at or row.last_active_at)

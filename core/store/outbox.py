@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.messages import OutboundMessage
+from core.messages import ChatTarget, OutboundMessage
 from core.store.records import InboxItem
 from core.store.schema import outbox
 from core.store.text import scrub_row
@@ -71,6 +71,41 @@ def add_replies(
                 thread_id=msg.thread_id,
                 reply_to=msg.platform_message_id,
                 inbox_id=item.id,
+                created_at=created_at,
+            )
+        )
+    return replies
+
+
+def add_notices(
+    tx: Tx, target: ChatTarget, session_id: str | None, texts: Sequence[str], created_at: float
+) -> list[OutboundMessage]:
+    """Queue ``texts`` for ``target`` without an inbound message (review notes, cron output)."""
+    replies = []
+    for text in texts:
+        row = scrub_row(
+            {
+                "inbox_id": None,
+                "session_id": session_id,
+                "platform": target.platform,
+                "route": target.route,
+                "chat_id": target.chat_id,
+                "thread_id": target.thread_id,
+                "reply_to": None,
+                "text": text,
+                "status": "pending",
+                "attempts": 0,
+                "created_at": created_at,
+            }
+        )
+        replies.append(
+            OutboundMessage(
+                id=tx.scalar(_ADD, row),
+                platform=target.platform,
+                chat_id=target.chat_id,
+                text=row["text"],
+                session_id=session_id,
+                thread_id=target.thread_id,
                 created_at=created_at,
             )
         )

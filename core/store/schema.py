@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     Float,
     ForeignKey,
@@ -137,4 +138,99 @@ outbox = Table(
     Index("ix_outbox_chat", "platform", "chat_id", "id"),
     Index("ix_outbox_inbox", "inbox_id"),
     Index("ix_outbox_status", "status", "id"),
+)
+
+reviews = Table(
+    "reviews",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("session_id", String(64), ForeignKey("sessions.id"), nullable=False),
+    Column("session_key", String(512), nullable=False),
+    Column("kinds", String(32), nullable=False),
+    # scheduled -> running -> done | failed
+    Column("status", String(16), nullable=False),
+    # The session's message count when the review was scheduled: the cadence counts from here.
+    Column("at_message_count", Integer, nullable=False),
+    Column("scheduled_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+    Column("iterations", Integer, nullable=False, server_default="0"),
+    Column("changes", JSON),
+    Column("transcript", JSON),
+    Column("error", Text),
+    Column("input_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("output_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("cache_read_tokens", BigInteger, nullable=False, server_default="0"),
+    Index("ix_reviews_session", "session_id", "id"),
+    Index("ix_reviews_status", "status", "id"),
+)
+
+cron_jobs = Table(
+    "cron_jobs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("schedule", String(255), nullable=False),
+    Column("skills", JSON),
+    # "origin", "platform:chat_id[:thread_id]" or "file:<path>"
+    Column("deliver", String(1024), nullable=False),
+    Column("origin_platform", String(32)),
+    Column("origin_route", String(255)),
+    Column("origin_chat_id", String(255)),
+    Column("origin_thread_id", String(255)),
+    Column("origin_user_id", String(255)),
+    Column("created_by", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    # NULL once a one-shot job has run.
+    Column("next_run_at", Float),
+    Column("last_run_at", Float),
+    Column("last_status", String(16)),
+    Column("last_error", Text),
+    Column("run_count", Integer, nullable=False, server_default="0"),
+    Index("ix_cron_jobs_next_run", "next_run_at"),
+)
+
+cron_runs = Table(
+    "cron_runs",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), nullable=False),
+    Column("scheduled_for", Float),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float),
+    # running -> ok | silent | failed | refused | skipped
+    Column("status", String(16), nullable=False),
+    Column("session_id", String(64)),
+    Column("output", Text),
+    Column("delivered_to", String(1024)),
+    Column("error", Text),
+    Index("ix_cron_runs_job", "job_id", "id"),
+)
+
+curator_runs = Table(
+    "curator_runs",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Column("trigger", String(16), nullable=False),
+    Column("dry_run", Boolean, nullable=False, server_default=text("false")),
+    Column("consolidate", Boolean, nullable=False, server_default=text("false")),
+    # running -> done | failed
+    Column("status", String(16), nullable=False),
+    Column("backup_id", String(64)),
+    Column("counts", JSON),
+    Column("report", Text),
+    Column("error", Text),
+)
+
+scheduler_state = Table(
+    "scheduler_state",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
 )
