@@ -20,7 +20,7 @@ from core.compaction import CompactionSettings
 from core.delivery_log import DeliveryLog
 from core.errors import ModelError, ModelRequestError, RateLimited
 from core.memory.provider import MemoryProviders, compose_user_api_content
-from core.messages import InboundMessage, OutboundMessage
+from core.messages import ChatTarget, InboundMessage, OutboundMessage
 from core.prompt.builder import CallerContext, PromptBuilder
 from core.router import SessionRouter
 from core.session_key import session_key
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
 TurnMaterial = Callable[[str, str], Awaitable[str | None]]
+TurnDone = Callable[[SessionState, InboxItem, TurnResult], Awaitable[None]]
 
 
 # /compact by hand summarises everything but the last exchange.
@@ -84,6 +85,7 @@ class Conversations:
         self._deliverers: list[Deliver] = []
         self._status_lines: list[StatusLines] = []
         self._turn_material: list[TurnMaterial] = []
+        self._turn_done: list[TurnDone] = []
         self.sessions = SessionKeeper(
             db,
             runner,
@@ -121,6 +123,19 @@ class Conversations:
     def on_turn_material(self, material: TurnMaterial) -> None:
         """Add ``material(text, platform)``'s text (if any) to this turn's API copy only."""
         self._turn_material.append(material)
+
+    def on_turn_complete(self, hook: TurnDone) -> None:
+        """Call ``hook(state, item, result)`` after a model turn committed its replies."""
+        self._turn_done.append(hook)
+
+    async def notify(
+        self, target: ChatTarget, texts: Sequence[str], *, session_id: str | None = None
+    ) -> list[OutboundMessage]:
+        """Send ``texts`` to a chat unprompted (a review's note, a cron job's output)."""
+        replies = await self.db.add_notices(target, texts, self._clock.now(), session_id)
+        for deliver in self._deliverers:
+            await deliver(replies)
+        return replies
 
     def on_status(self, lines: StatusLines) -> None:
         """Add ``lines(session)`` to what ``/status`` reports for an open session."""
@@ -224,6 +239,8 @@ class Conversations:
             platform=msg.platform,
             chat_id=msg.chat_id,
             user_id=msg.user_id,
+            thread_id=msg.thread_id,
+            route=msg.route,
         )
         return await self.runner.run(
             system=state.row.system_prompt, history=state.history, user=user, ctx=ctx
@@ -264,6 +281,8 @@ class Conversations:
             last_active_at=now,
         )
         self.stats.observe_turn("done", now - started)
+        for hook in self._turn_done:
+            await hook(state, item, result)
         return replies
 
     async def _fail(

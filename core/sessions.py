@@ -102,12 +102,23 @@ class SessionKeeper:
         return state
 
     async def _open(self, item: InboxItem) -> SessionRow:
-        return await self._db.open_session(await self._new_row(item))
+        return await self._db.open_session(await self.new_row(item.message, item.session_key))
 
-    async def _new_row(
-        self, item: InboxItem, *, parent_id: str | None = None, message_count: int = 0
+    async def new_row(
+        self,
+        msg: InboundMessage,
+        key: str,
+        *,
+        parent_id: str | None = None,
+        message_count: int = 0,
+        tool_names: Sequence[str] | None = None,
+        caller: CallerContext | None = None,
     ) -> SessionRow:
-        msg = item.message
+        """A session for ``msg``'s chat under ``key``, its system prompt built and frozen.
+
+        ``tool_names`` and ``caller`` override the turn runner's tools and the chat's
+        caller context (a scheduled run has no ``cronjob`` tool and its own guidance).
+        """
         now = self._clock.now()
         stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%d_%H%M%S")
         session_id = f"{stamp}_{secrets.token_hex(4)}"
@@ -119,8 +130,8 @@ class SessionKeeper:
                 provider=model.provider,
                 model=model.model,
                 started_at=now,
-                tool_names=self._runner.tools.names(),
-                caller=self._caller_context_for(msg),
+                tool_names=list(tool_names or self._runner.tools.names()),
+                caller=caller or self._caller_context_for(msg),
                 memory_blocks=[
                     *await asyncio.to_thread(self._memory_blocks_for, msg),
                     *self._providers.system_prompt_blocks(),
@@ -129,7 +140,7 @@ class SessionKeeper:
         )
         return SessionRow(
             id=session_id,
-            session_key=item.session_key,
+            session_key=key,
             platform=msg.platform,
             chat_id=msg.chat_id,
             thread_id=msg.thread_id,
@@ -169,7 +180,9 @@ class SessionKeeper:
             return None
         now = self._clock.now()
         opening = compaction.child_messages(summary, cut.recent, now)
-        child = await self._new_row(item, parent_id=state.row.id, message_count=len(opening))
+        child = await self.new_row(
+            item.message, item.session_key, parent_id=state.row.id, message_count=len(opening)
+        )
         row = await self._db.compact(state.row.id, now, child, opening)
         await self._providers.on_session_end(state.row.id)
         await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")

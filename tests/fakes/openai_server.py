@@ -78,7 +78,14 @@ class Hang:
     seconds: float
 
 
-Step = Reply | Failure | Hang
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Answer only once ``release`` is set (or at shutdown), then take the next step."""
+
+    release: asyncio.Event
+
+
+Step = Reply | Failure | Hang | Block
 
 
 class FakeOpenAIServer:
@@ -94,6 +101,11 @@ class FakeOpenAIServer:
         self.cache_read_tokens: int | None = None
         self.requests: list[Json] = []
         self._script: deque[Step] = deque()
+        # Requests whose last user message contains a marker take steps from its own script.
+        self._routed: dict[str, deque[Step]] = {}
+        self.routed_latency: dict[str, float] = {}
+        self.started: dict[str, int] = {}
+        self._arrivals: dict[str, asyncio.Event] = {}
         self._ids = itertools.count(1)
         self._closing = asyncio.Event()
         routes = [
@@ -136,15 +148,31 @@ class FakeOpenAIServer:
 
     # -- the script ---------------------------------------------------------------
 
-    def reply_text(self, text: str, *, finish_reason: str = "stop") -> None:
-        """Answer the next request with plain text."""
-        self._script.append(Reply(text=text, finish_reason=finish_reason))
+    def _queue(self, when: str | None) -> deque[Step]:
+        return self._script if when is None else self._routed.setdefault(when, deque())
+
+    def reply_text(
+        self, text: str, *, finish_reason: str = "stop", when: str | None = None
+    ) -> None:
+        """Answer the next request with plain text.
+
+        With ``when``, the step is kept for requests whose conversation mentions ``when``
+        in a user message (a background review, say), apart from the main script.
+        """
+        self._queue(when).append(Reply(text=text, finish_reason=finish_reason))
 
     def reply_tool_call(
-        self, name: str, args: Json, *, call_id: str | None = None, text: str | None = None
+        self,
+        name: str,
+        args: Json,
+        *,
+        call_id: str | None = None,
+        text: str | None = None,
+        when: str | None = None,
     ) -> None:
         """Answer the next request with one tool call (and optional text)."""
-        self.reply_tool_calls([(name, args)], text=text, call_ids=[call_id] if call_id else None)
+        ids = [call_id] if call_id else None
+        self.reply_tool_calls([(name, args)], text=text, call_ids=ids, when=when)
 
     def reply_tool_calls(
         self,
@@ -152,6 +180,7 @@ class FakeOpenAIServer:
         *,
         text: str | None = None,
         call_ids: list[str] | None = None,
+        when: str | None = None,
     ) -> None:
         """Answer the next request with several tool calls in one message."""
         ids = call_ids or [f"call_{next(self._ids)}" for _ in calls]
@@ -159,7 +188,20 @@ class FakeOpenAIServer:
             FakeToolCall(name=name, arguments=json.dumps(args), id=call_id)
             for (name, args), call_id in zip(calls, ids, strict=True)
         )
-        self._script.append(Reply(text=text, tool_calls=tool_calls, finish_reason="tool_calls"))
+        reply = Reply(text=text, tool_calls=tool_calls, finish_reason="tool_calls")
+        self._queue(when).append(reply)
+
+    def block(self, release: asyncio.Event, *, when: str | None = None) -> None:
+        """Hold the next request until ``release`` is set; it then takes the next step."""
+        self._queue(when).append(Block(release))
+
+    def arrival(self, marker: str) -> asyncio.Event:
+        """Set once a request mentioning ``marker`` (with its own script) has arrived."""
+        return self._arrivals.setdefault(marker, asyncio.Event())
+
+    def requests_for(self, marker: str) -> list[Json]:
+        """Recorded requests whose conversation mentions ``marker`` in a user message."""
+        return [body for body in self.requests if _mentions(body, marker)]
 
     def fail(
         self, *, status: int, retry_after: float | str | None = None, message: str = ""
@@ -177,9 +219,18 @@ class FakeOpenAIServer:
         body: Json = await request.json()
         if self.record:
             self.requests.append(body)
-        step = self._script.popleft() if self._script else None
-        if self.latency_seconds:
-            await asyncio.sleep(self.latency_seconds)  # simulated model latency
+        marker = next((m for m in self._routed_markers() if _mentions(body, m)), None)
+        queue = self._script if marker is None else self._routed.setdefault(marker, deque())
+        if marker is not None:
+            self.started[marker] = self.started.get(marker, 0) + 1
+            self.arrival(marker).set()
+        step = queue.popleft() if queue else None
+        while isinstance(step, Block):
+            await self._released(step.release)
+            step = queue.popleft() if queue else None
+        latency = self.latency_seconds + self.routed_latency.get(marker or "", 0.0)
+        if latency:
+            await asyncio.sleep(latency)  # simulated model latency
         if isinstance(step, Failure):
             return _error_response(step)
         if isinstance(step, Hang):
@@ -193,10 +244,29 @@ class FakeOpenAIServer:
             )
         return JSONResponse(completion_json(body, reply, next(self._ids), usage))
 
+    def _routed_markers(self) -> list[str]:
+        return [*self._routed, *(m for m in self.routed_latency if m not in self._routed)]
+
+    async def _released(self, release: asyncio.Event) -> None:
+        closing = asyncio.ensure_future(self._closing.wait())
+        released = asyncio.ensure_future(release.wait())
+        try:
+            await asyncio.wait({closing, released}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closing.cancel()
+            released.cancel()
+
     async def _wait_or_close(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
                 await self._closing.wait()
+
+
+def _mentions(body: Json, marker: str) -> bool:
+    return any(
+        m.get("role") == "user" and marker in str(m.get("content") or "")
+        for m in body.get("messages", [])
+    )
 
 
 def last_user_content(body: Json) -> str:

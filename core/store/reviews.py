@@ -1,0 +1,140 @@
+"""Background review rows: the audit trail and the marks the review cadence counts from."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.store.schema import reviews
+from core.store.tx import Tx, insert_sql
+
+_SCHEDULE = insert_sql(
+    "reviews",
+    ("session_id", "session_key", "kinds", "status", "at_message_count", "scheduled_at"),
+    " RETURNING id",
+)
+_START = "UPDATE reviews SET status = 'running', started_at = :at WHERE id = :id"
+_FINISH = (
+    "UPDATE reviews SET status = :status, finished_at = :at, iterations = :iterations, "
+    "changes = :changes, transcript = :transcript, error = :error, "
+    "input_tokens = :input_tokens, output_tokens = :output_tokens, "
+    "cache_read_tokens = :cache_read_tokens WHERE id = :id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRow:
+    id: int
+    session_id: str
+    session_key: str
+    kinds: str
+    status: str
+    at_message_count: int
+    scheduled_at: float
+    finished_at: float | None = None
+    iterations: int = 0
+    changes: list[str] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewOutcome:
+    status: str
+    at: float
+    iterations: int
+    changes: list[str]
+    transcript: list[dict[str, Any]]
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+
+def schedule(
+    tx: Tx, *, session_id: str, session_key: str, kinds: str, at_message_count: int, at: float
+) -> int:
+    review_id: int = tx.scalar(
+        _SCHEDULE,
+        {
+            "session_id": session_id,
+            "session_key": session_key,
+            "kinds": kinds,
+            "status": "scheduled",
+            "at_message_count": at_message_count,
+            "scheduled_at": at,
+        },
+    )
+    return review_id
+
+
+def start(tx: Tx, review_id: int, at: float) -> None:
+    tx.execute(_START, {"id": review_id, "at": at})
+
+
+def finish(tx: Tx, review_id: int, outcome: ReviewOutcome) -> None:
+    tx.execute(
+        _FINISH,
+        {
+            "id": review_id,
+            "status": outcome.status,
+            "at": outcome.at,
+            "iterations": outcome.iterations,
+            "changes": json.dumps(outcome.changes, ensure_ascii=False),
+            "transcript": json.dumps(outcome.transcript, ensure_ascii=False),
+            "error": outcome.error,
+            "input_tokens": outcome.input_tokens,
+            "output_tokens": outcome.output_tokens,
+            "cache_read_tokens": outcome.cache_read_tokens,
+        },
+    )
+
+
+async def marks(conn: AsyncConnection, session_id: str) -> dict[str, int]:
+    """Per kind, the transcript length when the session's last review of it was scheduled."""
+    stmt = (
+        select(reviews.c.kinds, reviews.c.at_message_count)
+        .where(reviews.c.session_id == session_id)
+        .order_by(reviews.c.id.desc())
+        .limit(50)
+    )
+    found: dict[str, int] = {}
+    for row in await conn.execute(stmt):
+        for kind in row.kinds.split(","):
+            found.setdefault(kind, row.at_message_count)
+    return found
+
+
+async def unfinished(conn: AsyncConnection) -> list[ReviewRow]:
+    """Reviews scheduled (or started) before a restart that never finished."""
+    stmt = (
+        select(reviews).where(reviews.c.status.in_(("scheduled", "running"))).order_by(reviews.c.id)
+    )
+    return [_row(r) for r in await conn.execute(stmt)]
+
+
+async def for_session(conn: AsyncConnection, session_id: str) -> list[ReviewRow]:
+    stmt = select(reviews).where(reviews.c.session_id == session_id).order_by(reviews.c.id)
+    return [_row(r) for r in await conn.execute(stmt)]
+
+
+def _row(r: Any) -> ReviewRow:
+    changes = r.changes
+    if isinstance(changes, str):
+        changes = json.loads(changes)
+    return ReviewRow(
+        id=r.id,
+        session_id=r.session_id,
+        session_key=r.session_key,
+        kinds=r.kinds,
+        status=r.status,
+        at_message_count=r.at_message_count,
+        scheduled_at=r.scheduled_at,
+        finished_at=r.finished_at,
+        iterations=r.iterations,
+        changes=changes,
+        error=r.error,
+    )
