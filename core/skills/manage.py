@@ -17,6 +17,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from core.memory.store import write_atomically
+from core.skills.usage import SkillUsage
 from core.skills.validate import (
     SKILL_FILE,
     SkillRefused,
@@ -55,7 +56,7 @@ def apply_operations(
     except _StepFailed as failed:
         return _failure(str(failed))
     try:
-        with _locked(skills_dir, names):
+        with locked_skills(skills_dir, names):
             results = _run_batch(skills_dir, operations, names)
     except _StepFailed as failed:
         return _failure(str(failed))
@@ -118,7 +119,8 @@ def _text(operation: Operation, key: str, *, default: str | None = None) -> str:
 
 
 @contextmanager
-def _locked(skills_dir: Path, names: list[str]) -> Iterator[None]:
+def locked_skills(skills_dir: Path, names: list[str]) -> Iterator[None]:
+    """Hold the per-skill write locks of ``names`` (sorted), as every batch does."""
     lock_dir = skills_dir / _LOCK_FOLDER
     lock_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
@@ -181,7 +183,9 @@ def find_skill(skills_dir: Path, name: str) -> Path | None:
         return None
     for category in sorted(skills_dir.iterdir()):
         candidate = category / name
-        if category.is_dir() and (candidate / SKILL_FILE).is_file():
+        # Dot-folders (.archive, .curator_backups) hold no live skills.
+        hidden = category.name.startswith(".")
+        if category.is_dir() and not hidden and (candidate / SKILL_FILE).is_file():
             return candidate
     return None
 
@@ -260,6 +264,11 @@ def _replaced(text: str, operation: Operation) -> tuple[str, int]:
 def _delete(skills_dir: Path, operation: Operation) -> dict[str, Any]:
     name = operation["name"]
     skill_dir = _existing(skills_dir, name)
+    record = SkillUsage(skills_dir).get(name)
+    if record is not None and record.pinned:
+        raise SkillRefused(
+            "skill_pinned", f"{name!r} is pinned and cannot be deleted; a person must unpin it"
+        )
     shutil.rmtree(skill_dir)
     return _result("delete", name, skills_dir, skill_dir)
 
@@ -294,4 +303,4 @@ _ACTIONS: dict[str, Callable[[Path, Operation], dict[str, Any]]] = {
     "remove_file": _remove_file,
 }
 
-__all__ = ["apply_operations", "find_skill", "manage_skills"]
+__all__ = ["apply_operations", "find_skill", "locked_skills", "manage_skills"]

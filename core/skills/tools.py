@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.clock import Clock
 from core.models.base import ToolSpec
 from core.skills import index
 from core.skills.approval import SkillApprovals
@@ -76,12 +77,20 @@ class SkillTools:
         *,
         disabled: Collection[str] = (),
         approvals: SkillApprovals | None = None,
+        clock: Clock | None = None,
+        record_views: bool = True,
     ) -> None:
-        """With ``approvals``, every ``skill_manage`` batch is staged instead of written."""
+        """With ``approvals``, every ``skill_manage`` batch is staged instead of written.
+
+        ``record_views=False`` is for the curator: its own reading must not count as use,
+        or every skill it surveys would look active again.
+        """
         self.skills_dir = skills_dir
         self.usage = SkillUsage(skills_dir)
         self.approvals = approvals
         self._disabled = frozenset(disabled)
+        self._clock = clock
+        self._record_views = record_views
 
     def library(self, platform: str, enabled_tools: Collection[str]) -> Library:
         return load_library(
@@ -116,7 +125,8 @@ class SkillTools:
         if skill is None or not skill.visible:
             return {"success": False, "error": f"No skill named {name!r}; see skills_list."}
         path = args.get("path")
-        self.usage.record_view(skill.name, _now())
+        if self._record_views:
+            self.usage.record_view(skill.name, self._now())
         if isinstance(path, str) and path:
             try:
                 target = supporting_path(skill.path, path)
@@ -140,8 +150,13 @@ class SkillTools:
             self.skills_dir, args, on_written=lambda: index.invalidate(self.skills_dir)
         )
         if result.get("success"):
-            record_results(self.usage, result.get("results", []), origin, _now())
+            record_results(self.usage, result.get("results", []), origin, self._now())
         return result
+
+    def _now(self) -> datetime:
+        if self._clock is None:
+            return datetime.now(tz=UTC)
+        return datetime.fromtimestamp(self._clock.now(), tz=UTC)
 
 
 Run = Callable[[dict[str, Any], ToolContext], Any]
@@ -171,7 +186,3 @@ def _supporting_files(folder: Path) -> list[str]:
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
-
-
-def _now() -> datetime:
-    return datetime.now(tz=UTC)

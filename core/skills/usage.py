@@ -22,7 +22,16 @@ from core.memory.store import write_atomically
 CreatedBy = Literal["agent", "user"]
 State = Literal["active", "stale", "archived"]
 USAGE_FILE = ".usage.json"
-_TIMES = ("created_at", "last_used_at", "last_viewed_at", "last_patched_at", "archived_at")
+_TIMES = (
+    "created_at",
+    "last_used_at",
+    "last_viewed_at",
+    "last_patched_at",
+    "archived_at",
+    "restored_at",
+)
+# Moments that count as the skill being in use, for the curator's inactivity clock.
+ACTIVITY_TIMES = ("created_at", "last_used_at", "last_viewed_at", "last_patched_at", "restored_at")
 _COUNTS = ("use_count", "view_count", "patch_count")
 
 
@@ -39,6 +48,23 @@ class SkillRecord:
     state: State = "active"
     pinned: bool = False
     archived_at: datetime | None = None
+    # Set by ``adopt``: the skill was handed to the curator rather than made by the agent.
+    adopted: bool = False
+    # Set when an archived skill is restored, so the next pass does not archive it at once.
+    restored_at: datetime | None = None
+    # The umbrella skill a consolidation pass merged this one into.
+    absorbed_into: str | None = None
+
+    @property
+    def managed(self) -> bool:
+        """May the curator stale and archive this skill on its own?"""
+        return self.created_by == "agent"
+
+    def last_activity(self) -> datetime | None:
+        """The latest moment the skill was created, used, viewed, patched or restored."""
+        moments = [getattr(self, key) for key in ACTIVITY_TIMES]
+        known = [moment for moment in moments if moment is not None]
+        return max(known) if known else None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -69,7 +95,8 @@ def _load_field(record: SkillRecord, key: str, value: object) -> None:
     elif (
         (key == "created_by" and value in ("agent", "user"))
         or (key == "state" and value in ("active", "stale", "archived"))
-        or (key == "pinned" and isinstance(value, bool))
+        or (key in ("pinned", "adopted") and isinstance(value, bool))
+        or (key == "absorbed_into" and isinstance(value, str))
     ):
         setattr(record, key, value)
 
@@ -119,7 +146,38 @@ class SkillUsage:
         """Hand a skill to the curator by declaration; its inactivity clock is kept."""
 
         def change(record: SkillRecord) -> None:
+            if record.created_by != "agent":
+                record.adopted = True
             record.created_by = "agent"
+
+        self._update(name, change)
+
+    def set_state(self, name: str, state: State, at: datetime) -> None:
+        """Record a curator transition; archiving stamps ``archived_at``, reviving clears it."""
+
+        def change(record: SkillRecord) -> None:
+            record.state = state
+            record.archived_at = at if state == "archived" else None
+
+        self._update(name, change)
+
+    def record_restored(self, name: str, at: datetime) -> None:
+        """An archived skill is back in the library: active, with a fresh inactivity clock."""
+
+        def change(record: SkillRecord) -> None:
+            record.state = "active"
+            record.archived_at = None
+            record.restored_at = at
+
+        self._update(name, change)
+
+    def set_absorbed_into(self, name: str, umbrella: str, at: datetime) -> None:
+        """A consolidation merged ``name`` into ``umbrella`` and archived it."""
+
+        def change(record: SkillRecord) -> None:
+            record.absorbed_into = umbrella
+            record.state = "archived"
+            record.archived_at = at
 
         self._update(name, change)
 

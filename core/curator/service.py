@@ -1,0 +1,267 @@
+"""The skills curator: an idle-gated pass that stales, archives and (opt-in) merges skills.
+
+The gateway calls ``check()`` every ``check_minutes``; it runs a pass only when the
+curator is enabled and not paused, the last real pass is ``interval_hours`` old and
+nobody has written to the agent in any chat for ``min_idle_hours``. A fresh install is
+armed by its first check and waits one full interval before its first pass. Every pass
+snapshots the skills folder first, records a ``curator_runs`` row and writes a report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from core.clock import Clock
+from core.curator import transitions
+from core.curator.backup import SkillBackups
+from core.curator.consolidate import ConsolidationResult, Consolidator
+from core.curator.policy import CuratorPolicy
+from core.curator.report import RunReport
+from core.curator.status import LibraryCounts, library_counts
+from core.models.base import ModelClient
+from core.skills.usage import SkillUsage
+from core.store import curator as store
+from core.store.db import SessionDB
+
+log = logging.getLogger(__name__)
+TRIGGERS = ("schedule", "manual")
+
+
+class CuratorBusy(Exception):
+    """Another curator pass (in this or another process) is running on these skills."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Whether a scheduled pass is due now, why not, and when it next could be."""
+
+    due: bool
+    reason: str
+    next_due_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CuratorStatus:
+    """Everything ``chatgate curator status`` prints."""
+
+    policy: CuratorPolicy
+    paused: bool
+    gate: Gate
+    runs: int
+    dry_runs: int
+    last_run: store.CuratorRun | None
+    last_activity: float | None
+    library: LibraryCounts
+
+
+class Curator:
+    """The curator of one skills folder, recording into one SessionDB."""
+
+    def __init__(
+        self,
+        db: SessionDB,
+        *,
+        skills_dir: Path,
+        reports_dir: Path,
+        policy: CuratorPolicy,
+        clock: Clock,
+        model: ModelClient | None = None,
+    ) -> None:
+        """``model`` is only needed for consolidation; without it that phase is skipped."""
+        self.db = db
+        self.skills_dir = skills_dir
+        self.reports_dir = reports_dir
+        self.policy = policy
+        self.clock = clock
+        self.model = model
+        self.backups = SkillBackups(skills_dir)
+
+    async def check(self) -> RunReport | None:
+        """Run a scheduled pass if every gate is open; None when the gates kept it shut."""
+        gate = await self.gate(arm=True)
+        if not gate.due:
+            log.debug("curator: no pass: %s", gate.reason)
+            return None
+        try:
+            return await self.run("schedule")
+        except CuratorBusy:
+            log.info("curator: a pass is already running; skipping this check")
+            return None
+
+    async def gate(self, *, arm: bool = False) -> Gate:
+        """Evaluate the gates; with ``arm``, the first call starts the first interval."""
+        now = self.clock.now()
+        if not self.policy.enabled:
+            return Gate(False, "disabled")
+        async with self.db.engines.read.connect() as conn:
+            paused = await store.get_state(conn, store.PAUSED) == "1"
+            armed = await store.get_state(conn, store.ARMED_AT)
+            last = await store.last_real_run(conn)
+            active_at = await store.last_activity(conn)
+        if paused:
+            return Gate(False, "paused")
+        if last is None and armed is None:
+            if not arm:
+                return Gate(False, "not armed yet (the first check arms it)")
+            stored = await self.db.write(
+                lambda tx: store.set_state_if_absent(tx, store.ARMED_AT, repr(now), now)
+            )
+            armed = stored
+        since = last.started_at if last is not None else float(armed or now)
+        due_at = since + self.policy.interval_seconds
+        if active_at is not None:
+            due_at = max(due_at, active_at + self.policy.min_idle_seconds)
+        if now < since + self.policy.interval_seconds:
+            what = "last pass" if last is not None else "arming (first run is deferred)"
+            return Gate(False, f"interval not reached since the {what}", due_at)
+        if active_at is not None and now < active_at + self.policy.min_idle_seconds:
+            return Gate(False, "not idle long enough", due_at)
+        return Gate(True, "due", due_at)
+
+    async def run(
+        self, trigger: str = "manual", *, dry_run: bool = False, consolidate: bool | None = None
+    ) -> RunReport:
+        """One pass now, gates aside; raises ``CuratorBusy`` if another is running."""
+        if trigger not in TRIGGERS:
+            raise ValueError(f"trigger must be one of {TRIGGERS}")
+        merge = self.policy.consolidate if consolidate is None else consolidate
+        lock = self._lock()
+        try:
+            lock.acquire()
+        except Timeout:
+            raise CuratorBusy("another curator pass is running") from None
+        try:
+            return await self._recorded_pass(trigger, dry_run, merge)
+        finally:
+            lock.release()
+
+    async def status(self) -> CuratorStatus:
+        """The gates (without arming), the run log and the library's counts."""
+        gate = await self.gate()
+        async with self.db.engines.read.connect() as conn:
+            paused = await store.get_state(conn, store.PAUSED) == "1"
+            runs = await store.count_runs(conn, dry_run=False)
+            dry_runs = await store.count_runs(conn, dry_run=True)
+            recent = await store.recent_runs(conn, limit=1)
+            active_at = await store.last_activity(conn)
+        records = await asyncio.to_thread(SkillUsage(self.skills_dir).all)
+        counts = await asyncio.to_thread(library_counts, self.skills_dir, records)
+        last = recent[0] if recent else None
+        return CuratorStatus(self.policy, paused, gate, runs, dry_runs, last, active_at, counts)
+
+    async def pause(self, paused: bool) -> None:
+        now = self.clock.now()
+        value = "1" if paused else "0"
+        await self.db.write(lambda tx: store.set_state(tx, store.PAUSED, value, now))
+
+    def _lock(self) -> FileLock:
+        folder = self.skills_dir / ".locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        return FileLock(folder / "curator.lock", timeout=0)
+
+    async def _recorded_pass(self, trigger: str, dry_run: bool, merge: bool) -> RunReport:
+        started = self.clock.now()
+        run_id = await self.db.write(
+            lambda tx: store.start_run(tx, started, trigger, dry_run, merge)
+        )
+        try:
+            report = await self._pass(run_id, trigger, started, dry_run, merge)
+        except Exception as exc:
+            error = f"{exc.__class__.__name__}: {exc}"
+            finished = self.clock.now()
+            await self.db.write(
+                lambda tx: store.finish_run(
+                    tx,
+                    run_id,
+                    at=finished,
+                    status="failed",
+                    backup_id=None,
+                    counts={},
+                    report="",
+                    error=error,
+                )
+            )
+            raise
+        text = report.render()
+        finished = self.clock.now()
+        await self.db.write(
+            lambda tx: store.finish_run(
+                tx,
+                run_id,
+                at=finished,
+                status="done",
+                backup_id=report.backup_id,
+                counts=report.counts,
+                report=text,
+            )
+        )
+        return report
+
+    async def _pass(
+        self, run_id: int, trigger: str, started: float, dry_run: bool, merge: bool
+    ) -> RunReport:
+        async with self.db.engines.read.connect() as conn:
+            cron_skills = await store.cron_skill_names(conn)
+        now = datetime.fromtimestamp(started, tz=UTC)
+        records = await asyncio.to_thread(SkillUsage(self.skills_dir).all)
+        skills = await asyncio.to_thread(transitions.live_skills, self.skills_dir, records)
+        plan = transitions.plan(skills, now, self.policy.thresholds, cron_skills)
+        backup_id: str | None = None
+        pruned: list[str] = []
+        moved = list(plan.transitions)
+        if not dry_run:
+            backup = await asyncio.to_thread(
+                self.backups.snapshot, f"curator run {run_id} ({trigger})", started
+            )
+            backup_id = backup.id
+            pruned = await asyncio.to_thread(self.backups.prune, self.policy.keep_backups)
+            moved = await asyncio.to_thread(transitions.apply, self.skills_dir, moved, now)
+        consolidation, note = await self._consolidate(merge, dry_run, skills, moved, cron_skills)
+        report = RunReport(
+            run_id=run_id,
+            trigger=trigger,
+            dry_run=dry_run,
+            started_at=started,
+            policy=self.policy,
+            transitions=tuple(moved),
+            protected=plan.protected,
+            unmanaged=plan.unmanaged,
+            managed=len(skills) - len(plan.unmanaged),
+            backup_id=backup_id,
+            pruned_backups=tuple(pruned),
+            consolidation=consolidation,
+            consolidation_note=note,
+        )
+        path = await asyncio.to_thread(report.write, self.reports_dir)
+        return replace(report, path=path)
+
+    async def _consolidate(
+        self,
+        merge: bool,
+        dry_run: bool,
+        skills: list[transitions.LiveSkill],
+        moved: list[transitions.Transition],
+        cron_skills: set[str],
+    ) -> tuple[ConsolidationResult | None, str]:
+        if not merge:
+            return None, ""
+        if dry_run:
+            return None, "Skipped: a dry run never calls the model."
+        if self.model is None or self.model.provider == "offline":
+            return None, "Skipped: no model is configured."
+        archived = {t.name for t in moved if t.after == "archived"}
+        remaining = [s for s in skills if s.name not in archived]
+        protected = cron_skills | {s.name for s in remaining if s.record.pinned}
+        consolidator = Consolidator(
+            self.model,
+            self.skills_dir,
+            self.clock,
+            max_iterations=self.policy.consolidate_max_iterations,
+        )
+        return await consolidator.run(remaining, protected), ""
