@@ -12,6 +12,8 @@ from rich.console import Console
 
 from core.errors import ChatgateError, ConfigError
 from gateway.config import Settings, default_home, load_settings
+from gateway.cron_cli import cron_app
+from gateway.curator_cli import curator_app
 from gateway.memory_cli import memory_app
 from gateway.sessions_cli import sessions_app
 from gateway.skills_cli import skills_app
@@ -25,6 +27,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
 app.add_typer(skills_app, name="skills")
+app.add_typer(curator_app, name="curator")
+app.add_typer(cron_app, name="cron")
 console = Console()
 err = Console(stderr=True)
 

@@ -15,12 +15,18 @@ from core.clock import Clock, SystemClock
 from core.commands import builtin_commands
 from core.compaction import CompactionSettings
 from core.conversations import Conversations, ConversationSettings
+from core.cron.service import CronService
+from core.curator.service import Curator
 from core.errors import StoreError
 from core.memory.status import memory_status
-from core.messages import InboundMessage
+from core.messages import ChatTarget, InboundMessage
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
+from core.review.cadence import Intervals
+from core.review.service import ReviewPolicy, ReviewService
+from core.review.status import review_status
+from core.scheduler import Scheduler
 from core.search.tool import SessionSearchTool
 from core.skills.approval import SkillApprovals
 from core.skills.commands import skill_commands
@@ -33,6 +39,7 @@ from core.turn import TurnRunner
 from gateway.config import Settings
 from gateway.delivery import PushDelivery
 from gateway.memory_setup import MemorySetup, memory_setup
+from gateway.scheduling import CronWiring, schedule_curator
 from migrations.runner import upgrade
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,10 @@ class Gateway:
     model: ModelClient
     adapters: dict[str, Adapter] = field(default_factory=dict)
     ready: bool = False
+    reviews: ReviewService | None = None
+    scheduler: Scheduler = field(default_factory=Scheduler)
+    cron: CronService | None = None
+    curator: Curator | None = None
 
 
 async def migrate(settings: Settings) -> None:
@@ -94,8 +105,10 @@ async def open_gateway(
             model = build_model_client(settings.model_config_for_core())
             stack.push_async_callback(model.aclose)
         _announce_model(model)
+        cron = CronWiring(settings, db, clock) if settings.cron.enabled else None
+        all_tools = [cron.tool, *tools] if cron is not None else tools
         conversations = await stack.enter_async_context(
-            _conversations(settings, db, model, tools, clock, memory or memory_setup(settings))
+            _conversations(settings, db, model, all_tools, clock, memory or memory_setup(settings))
         )
         gateway = Gateway(settings, db, conversations, model, {a.name: a for a in adapters})
         delivery = PushDelivery(db, gateway.adapters, clock)
@@ -107,16 +120,67 @@ async def open_gateway(
             conversations.on_turn_material(
                 slash_loader(skills_dir, settings.skills.disabled, tool_names)
             )
+        reviews = _reviews(settings, db, model, conversations, clock)
+        if reviews is not None:
+            stack.push_async_callback(reviews.close)
+            conversations.on_turn_complete(reviews.turn_completed)
+            conversations.on_status(review_status(reviews))
+        gateway.reviews = reviews
+        if cron is not None:
+            cron.bind(conversations)
+            cron.service.attach(gateway.scheduler, settings.cron.tick_seconds)
+            stack.push_async_callback(cron.service.aclose)
+            gateway.cron = cron.service
+        gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler)
         for adapter in adapters:
             await adapter.start(conversations)
             stack.push_async_callback(adapter.stop)
         await delivery.resend_pending()
         await conversations.recover()
+        if reviews is not None:
+            await reviews.resume_unfinished()
+        gateway.scheduler.start()
+        stack.callback(gateway.scheduler.stop)
         gateway.ready = True
         try:
             yield gateway
         finally:
             gateway.ready = False
+
+
+def _reviews(
+    settings: Settings,
+    db: SessionDB,
+    model: ModelClient,
+    conversations: Conversations,
+    clock: Clock,
+) -> ReviewService | None:
+    """The background review, when it is on and has a tool to review with."""
+    intervals = Intervals(
+        memory=settings.memory.nudge_interval if settings.memory.enabled else 0,
+        skills=settings.skills.nudge_interval if settings.skills.enabled else 0,
+    )
+    if not settings.review.enabled or not (intervals.memory or intervals.skills):
+        return None
+    policy = ReviewPolicy(
+        intervals=intervals,
+        concurrency=settings.review.concurrency,
+        max_iterations=settings.review.max_iterations,
+        notify=settings.review.notify,
+    )
+
+    async def notify(target: ChatTarget, texts: Sequence[str], session_id: str) -> None:
+        await conversations.notify(target, texts, session_id=session_id)
+
+    return ReviewService(
+        db,
+        model,
+        conversations.runner.tools,
+        clock,
+        policy,
+        until_idle=conversations.router.until_idle,
+        notify=notify,
+    )
 
 
 def _conversations(

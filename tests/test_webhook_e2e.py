@@ -381,6 +381,7 @@ async def test_tool_call_round_trip(home: Path, fake_openai: FakeOpenAIServer) -
         "skills_list",
         "skill_view",
         "skill_manage",
+        "cronjob",
         "add",
     ]
     tool_message = second["messages"][-1]

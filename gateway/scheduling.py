@@ -1,0 +1,83 @@
+"""The gateway's scheduled work: cron jobs, the Curator check and their APScheduler.
+
+Cron needs its ``cronjob`` tool registered before the core is built, while its runs
+need the core (sessions, tools, outbox); ``CronWiring`` makes the tool first and is
+bound to the core once it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.clock import Clock
+from core.conversations import Conversations
+from core.cron.executor import SessionExecutor
+from core.cron.service import CronOutput, CronService
+from core.cron.tool import CronJobTool
+from core.curator.service import Curator
+from core.messages import ChatTarget
+from core.models.base import ModelClient
+from core.scheduler import Scheduler
+from core.store.cron import CronJob
+from core.store.db import SessionDB
+from gateway.config import Settings
+from gateway.curator_cli import build_curator
+
+CURATOR_JOB = "curator"
+
+
+class CronWiring:
+    """The cron service and its tool, bound to the core with ``bind``."""
+
+    def __init__(self, settings: Settings, db: SessionDB, clock: Clock) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._conversations: Conversations | None = None
+        self._executor: SessionExecutor | None = None
+        self.service = CronService(
+            db,
+            clock,
+            self._execute,
+            self._notify,
+            skills_dir=settings.home / "skills",
+            home=settings.home,
+            timezone=settings.cron.timezone,
+            max_jobs_per_chat=settings.cron.max_jobs_per_chat,
+        )
+        self.tool = CronJobTool(self.service.jobs, wake=self.service.wake)
+
+    def bind(self, conversations: Conversations) -> None:
+        self._conversations = conversations
+        self._executor = SessionExecutor(
+            conversations.db,
+            conversations.sessions,
+            conversations.runner,
+            self._clock,
+            self._settings.caller_context,
+            max_iterations=self._settings.sessions.max_iterations,
+        )
+
+    async def _execute(self, job: CronJob, prompt: str) -> CronOutput:
+        if self._executor is None:
+            raise RuntimeError("cron ran before the core was bound")
+        return await self._executor(job, prompt)
+
+    async def _notify(
+        self, target: ChatTarget, texts: Sequence[str], session_id: str | None
+    ) -> None:
+        if self._conversations is None:
+            raise RuntimeError("cron delivered before the core was bound")
+        await self._conversations.notify(target, texts, session_id=session_id)
+
+
+def schedule_curator(
+    settings: Settings, db: SessionDB, model: ModelClient, clock: Clock, scheduler: Scheduler
+) -> Curator | None:
+    """The Curator, checked every ``curator.check_minutes`` (first at start, which arms it)."""
+    if not settings.curator.enabled:
+        return None
+    curator = build_curator(settings, db, model, clock)
+    scheduler.every(
+        CURATOR_JOB, "curator check", settings.curator.check_minutes * 60, curator.check, first_in=0
+    )
+    return curator
