@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
@@ -191,3 +192,35 @@ def test_file_paths_are_relative_to_the_output_folder(tmp_path: Path) -> None:
     home = tmp_path
     assert file_path(FileTarget("daily.md"), home) == home / "cron" / "output" / "daily.md"
     assert file_path(FileTarget("/tmp/x.md"), home) == Path("/tmp/x.md")
+
+
+def _local_runs(expr: str, zone: str, start: str, count: int) -> list[str]:
+    at = datetime.fromisoformat(start).timestamp()
+    schedule = parse_schedule(expr, now=at, timezone=zone)
+    runs = []
+    for _ in range(count):
+        next_at = schedule.next_after(at)
+        assert next_at is not None
+        at = next_at
+        runs.append(datetime.fromtimestamp(at, ZoneInfo(zone)).isoformat())
+    return runs
+
+
+def test_a_daily_job_runs_once_when_the_clocks_go_back() -> None:
+    runs = _local_runs("30 1 * * *", "America/New_York", "2026-10-31T00:00:00+00:00", 3)
+    assert runs == [
+        "2026-10-31T01:30:00-04:00",
+        "2026-11-01T01:30:00-04:00",
+        "2026-11-02T01:30:00-05:00",
+    ]
+
+
+def test_an_hourly_job_keeps_going_through_the_clock_changes() -> None:
+    autumn = _local_runs("0 * * * *", "Europe/Berlin", "2026-10-25T00:30:00+02:00", 3)
+    assert autumn == [
+        "2026-10-25T01:00:00+02:00",
+        "2026-10-25T02:00:00+02:00",
+        "2026-10-25T03:00:00+01:00",
+    ]
+    spring = _local_runs("30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00+00:00", 2)
+    assert spring == ["2026-03-29T03:30:00+02:00", "2026-03-30T02:30:00+02:00"]

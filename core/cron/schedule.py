@@ -113,13 +113,23 @@ class Schedule:
         assert self.trigger is not None
         zone = self.trigger.timezone
         start = datetime.fromtimestamp(t, tz=zone)
-        while True:
+        # Step in real seconds, never in wall-clock ones: around a daylight-saving change
+        # a wall-clock step can land on the same instant again and loop for ever.
+        for _ in range(_MAX_STEPS):
             fire = self.trigger.get_next_fire_time(None, start)
             if fire is None:  # pragma: no cover - a crontab trigger has no end date
                 raise ScheduleError(f"{self.text!r} never fires again")
-            if fire.timestamp() > t:
+            # When clocks go back a wall time happens twice; like cron, run it once.
+            repeated = fire.replace(tzinfo=None) == datetime.fromtimestamp(t, tz=zone).replace(
+                tzinfo=None
+            )
+            if fire.timestamp() > t and not repeated:
                 return float(fire.timestamp())
-            start = fire + timedelta(seconds=1)
+            start = datetime.fromtimestamp(max(fire.timestamp(), start.timestamp()) + 1, tz=zone)
+        raise ScheduleError(f"{self.text!r}: no next run time found")
+
+
+_MAX_STEPS = 1000
 
 
 def parse_schedule(
