@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from adapters.base import Adapter
 from adapters.webhook import WebhookAdapter, WebhookOptions
-from core.clock import Clock
+from core.clock import Clock, SystemClock
 from core.errors import StoreError
 from core.models.base import ModelClient
 from core.tools import Tool
@@ -51,7 +51,10 @@ def create_app(
     """Build the app; the gateway starts in its lifespan and stops with it."""
     memory = memory_setup(settings)  # before start-up: a bad provider is a config error
     adapters: list[Adapter] = []
-    webhook = WebhookAdapter(webhook_options(settings)) if settings.webhook.enabled else None
+    now = (clock or SystemClock()).now
+    webhook = (
+        WebhookAdapter(webhook_options(settings), now=now) if settings.webhook.enabled else None
+    )
     if webhook is not None:
         adapters.append(webhook)
 

@@ -18,6 +18,7 @@ from gateway.memory_cli import memory_app
 from gateway.sessions_cli import sessions_app
 from gateway.skills_cli import skills_app
 from gateway.starter_config import STARTER_CONFIG
+from gateway.status_cli import register as register_status
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="chatgate: one agent, every chat."
@@ -29,6 +30,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(skills_app, name="skills")
 app.add_typer(curator_app, name="curator")
 app.add_typer(cron_app, name="cron")
+register_status(app)
 console = Console()
 err = Console(stderr=True)
 

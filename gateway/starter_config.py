@@ -64,6 +64,7 @@ memory:
                            # empty: anyone in the chat (fine for a single-operator bot)
   provider: ""             # an external memory provider beside the files, e.g. notes
   provider_options: {}     # notes: {max_results: 3, max_chars: 1500, scope: user}
+  nudge_interval: 10       # user turns without a memory write before a memory review
 
 search:
   enabled: true            # the session_search tool over past conversations
@@ -80,4 +81,27 @@ skills:
   enabled: true            # skills_list / skill_view / skill_manage and the skills index
   disabled: []             # skill names the model never sees
   write_approval: false    # stage skill writes until approved (/skills pending)
+  nudge_interval: 10       # tool iterations without skill_manage before a skill review
+
+review:
+  enabled: true            # background review after the reply (memory and skills)
+  concurrency: 1           # reviews at once; they never hold a chat's lane
+  max_iterations: 16       # model calls per review
+  notify: true             # tell the chat what a review changed
+
+curator:
+  enabled: true            # idle-gated passes over the agent's own skills
+  interval_hours: 168      # between passes (the first waits one interval)
+  min_idle_hours: 2        # no inbound message for this long before a pass
+  stale_after_days: 30     # unused this long: stale
+  archive_after_days: 90   # unused this long: moved to skills/.archive/
+  consolidate: false       # a model pass merging near-duplicate agent skills
+  keep_backups: 5          # snapshots of skills/ kept before passes
+  check_minutes: 60        # how often the gates are checked
+
+cron:
+  enabled: true            # the cronjob tool and scheduled runs
+  tick_seconds: 30         # how often due jobs are looked for
+  max_jobs_per_chat: 50
+  timezone: UTC            # for cron expressions and ISO times without an offset
 """

@@ -142,6 +142,10 @@ class CronService:
         self.wake()
         return queued
 
+    async def wait(self) -> None:
+        """Return once every run started so far (by any look) has finished."""
+        await self._tasks.wait()
+
     async def aclose(self) -> None:
         """Stop looking; runs in progress are cancelled and recorded as failed."""
         await self._tasks.close()
