@@ -282,7 +282,10 @@ class Conversations:
         )
         self.stats.observe_turn("done", now - started)
         for hook in self._turn_done:
-            await hook(state, item, result)
+            try:
+                await hook(state, item, result)
+            except Exception:  # the turn is committed and answered whatever a hook does
+                log.exception("after-turn hook failed for inbox %s", item.id)
         return replies
 
     async def _fail(

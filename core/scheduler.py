@@ -8,10 +8,12 @@ days ahead by calling the checks with a manual clock instead of waiting for time
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -35,6 +37,7 @@ class Scheduler:
     def __init__(self) -> None:
         self._scheduler = AsyncIOScheduler(timezone=UTC)
         self._every: dict[str, float] = {}
+        self._running: set[asyncio.Task[Any]] = set()
 
     def every(
         self, job_id: str, name: str, seconds: float, check: Check, *, first_in: float | None = None
@@ -47,7 +50,7 @@ class Scheduler:
         self._every[job_id] = seconds
         first = datetime.now(UTC) + timedelta(seconds=seconds if first_in is None else first_in)
         self._scheduler.add_job(
-            _logged(name, check),
+            self._tracked(name, check),
             IntervalTrigger(seconds=seconds, timezone=UTC),
             id=job_id,
             name=name,
@@ -77,16 +80,27 @@ class Scheduler:
     def start(self) -> None:
         self._scheduler.start()
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        """Stop scheduling, then cancel and await the checks still running (a Curator
+        pass, a cron look), so none outlives the SessionDB it writes to."""
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
+        running = list(self._running)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
+    def _tracked(self, name: str, check: Check) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self._running.add(task)
+            try:
+                await check()
+            except Exception:  # one failed look must not stop the next
+                log.exception("scheduled check %s failed", name)
+            finally:
+                if task is not None:
+                    self._running.discard(task)
 
-def _logged(name: str, check: Check) -> Callable[[], Awaitable[None]]:
-    async def run() -> None:
-        try:
-            await check()
-        except Exception:  # one failed look must not stop the next
-            log.exception("scheduled check %s failed", name)
-
-    return run
+        return run

@@ -155,6 +155,8 @@ class CronSettings(_Section):
     tick_seconds: float = Field(default=30, ge=1, le=3600)
     # Jobs one chat may hold, so a runaway model cannot fill the table.
     max_jobs_per_chat: int = Field(default=50, ge=1, le=10_000)
+    # Runs at once: the rest wait, so a 09:00 rush cannot crowd out people's replies.
+    concurrency: int = Field(default=2, ge=1, le=64)
     # The zone five-field cron expressions and ISO times without an offset are read in.
     timezone: str = "UTC"
 

@@ -47,7 +47,8 @@ def policy_for(settings: Settings) -> CuratorPolicy:
         min_idle_hours=c.min_idle_hours,
         stale_after_days=c.stale_after_days,
         archive_after_days=c.archive_after_days,
-        consolidate=c.consolidate,
+        # A pass cannot wait for a person: with skill write approval on it only prunes.
+        consolidate=c.consolidate and not settings.skills.write_approval,
         keep_backups=c.keep_backups,
     )
 

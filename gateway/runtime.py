@@ -139,8 +139,10 @@ async def open_gateway(
         await conversations.recover()
         if reviews is not None:
             await reviews.resume_unfinished()
+        if gateway.cron is not None:
+            await gateway.cron.recover()
         gateway.scheduler.start()
-        stack.callback(gateway.scheduler.stop)
+        stack.push_async_callback(gateway.scheduler.stop)
         gateway.ready = True
         try:
             yield gateway

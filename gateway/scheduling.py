@@ -43,6 +43,7 @@ class CronWiring:
             home=settings.home,
             timezone=settings.cron.timezone,
             max_jobs_per_chat=settings.cron.max_jobs_per_chat,
+            max_concurrent_runs=settings.cron.concurrency,
         )
         self.tool = CronJobTool(self.service.jobs, wake=self.service.wake)
 

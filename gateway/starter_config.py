@@ -103,5 +103,6 @@ cron:
   enabled: true            # the cronjob tool and scheduled runs
   tick_seconds: 30         # how often due jobs are looked for
   max_jobs_per_chat: 50
+  concurrency: 2           # runs at once
   timezone: UTC            # for cron expressions and ISO times without an offset
 """

@@ -439,7 +439,7 @@ async def test_run_now_wakes_the_running_scheduler(h: Harness) -> None:
         await service.run_now(job.id)
         await asyncio.wait_for(ran.wait(), timeout=10)
     finally:
-        scheduler.stop()
+        await scheduler.stop()
         await service.aclose()
 
     assert len(h.model.prompts) == 1
@@ -456,12 +456,48 @@ async def test_closing_during_a_run_records_it_as_failed(h: Harness) -> None:
     await h.service.run_now(job.id)
     await asyncio.wait_for(h.model.started.wait(), timeout=10)
 
-    scheduler.stop()
+    await scheduler.stop()
     await h.service.aclose()
 
     [run] = await h.service.store.runs(job.id)
     assert (run.status, run.error) == ("failed", "cancelled: the gateway stopped")
     assert h.chats.sent == []
+    assert (await h.job(job.id)).next_run_at == T0 + 3600  # requeued, not lost
+
+
+async def test_a_one_shot_cut_off_by_a_stop_runs_at_the_next_start(h: Harness) -> None:
+    job = await h.add("30m")
+    h.model.gate = asyncio.Event()
+    h.clock.advance(1800)
+    first = asyncio.create_task(h.service.tick())
+    await asyncio.wait_for(h.model.started.wait(), timeout=10)
+    await h.service.aclose()  # the gateway stops mid-run
+    first.cancel()
+
+    again = h.service_twin(h.db)
+    h.model.gate = None
+    h.model.answers = ["Reminder: stand-up."]
+    [result] = await again.tick()
+    await again.aclose()
+
+    assert result.status == "ok"
+    assert h.chats.texts() == ["Reminder: stand-up."]
+    assert (await h.job(job.id)).next_run_at is None
+
+
+async def test_a_run_left_running_by_a_crash_is_requeued_at_start(h: Harness) -> None:
+    job = await h.add("every 1h")
+    h.clock.advance(3600)
+    claimed = await h.service.store.claim_run(job=await h.job(job.id), new_next=T0 + 7200, at=T0)
+    assert claimed is not None  # ... and then the process died
+
+    assert await h.service.recover() == 1
+    h.model.answers = ["Caught up."]
+    [result] = await h.service.tick()
+
+    assert result.status == "ok"
+    statuses = [run.status for run in await h.service.store.runs(job.id)]
+    assert statuses == ["ok", "failed"]
 
 
 async def test_an_unknown_time_zone_stops_the_scheduler_at_start(h: Harness) -> None:

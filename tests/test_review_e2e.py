@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +262,41 @@ async def test_reviews_can_be_switched_off(home: Path, fake_openai: FakeOpenAISe
         status = (await gw.say("/status")).json()["replies"][0]["text"]
     assert fake_openai.requests_for(REVIEW) == []
     assert "Background review" not in status
+
+
+async def test_a_review_waiting_on_a_busy_chat_does_not_hold_up_other_chats_reviews(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    (home / "config.yaml").write_text("memory:\n  nudge_interval: 2\n")
+    first_call, third = asyncio.Event(), asyncio.Event()
+    fake_openai.block(first_call, when=REVIEW)
+    fake_openai.reply_tool_call("skills_list", {}, when=REVIEW)  # the busy chat's review
+    fake_openai.reply_text("Nothing to save.", when=REVIEW)  # the quiet chat's review
+    fake_openai.reply_text("Nothing to save.", when=REVIEW)  # the busy chat's, at last
+    fake_openai.block(third, when="THIRD")
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        service = reviews_of(gw)
+        await chat(gw, 2, chat_id="busy")
+        await asyncio.wait_for(fake_openai.arrival(REVIEW).wait(), 10)
+        # The person writes again while the review is at the model; that turn takes long.
+        body = {"chat_id": "busy", "user_id": "u1", "text": "THIRD", "message_id": "busy-3"}
+        queued = await gw.client.post("/webhook/demo", params={"wait": "false"}, json=body)
+        assert queued.status_code == 202
+        await asyncio.wait_for(fake_openai.arrival("THIRD").wait(), 10)
+        first_call.set()  # the review's next model call now waits for the busy chat ...
+
+        await chat(gw, 2, chat_id="quiet")  # ... without blocking the quiet chat's review
+        await until(lambda: [r["status"] for r in review_rows(home)] == ["running", "done"])
+
+        third.set()
+        await service.wait()
+    assert [r["status"] for r in review_rows(home)] == ["done", "done"]
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Wait (bounded) for state another task writes to the SessionDB."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling rows another task writes

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
 
 from core.clock import Clock
 from core.cron.delivery import Deliverer, Notify, Resolved, is_silent, notice, resolve
@@ -32,7 +31,6 @@ from core.tasks import TaskSet
 TICK_JOB = "cron"
 
 log = logging.getLogger(__name__)
-RUN: Final = "run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +80,7 @@ class CronService:
         home: Path,
         timezone: str = "UTC",
         max_jobs_per_chat: int = 50,
+        max_concurrent_runs: int = 2,
     ) -> None:
         self.store = CronStore(db)
         self.jobs = CronJobs(
@@ -99,6 +98,7 @@ class CronService:
         self._running: set[str] = set()
         self._scheduler: Scheduler | None = None
         self._looking = False
+        self._slots = asyncio.Semaphore(max_concurrent_runs)
         self._look_again = False
 
     async def tick(self) -> list[CronRunResult]:
@@ -142,6 +142,13 @@ class CronService:
         self.wake()
         return queued
 
+    async def recover(self) -> int:
+        """Requeue runs a crash left unfinished (call once at start, before looking)."""
+        count = await self.store.recover_interrupted(self._clock.now())
+        if count:
+            log.warning("cron: %d runs were interrupted by a stop; they are requeued", count)
+        return count
+
     async def wait(self) -> None:
         """Return once every run started so far (by any look) has finished."""
         await self._tasks.wait()
@@ -159,14 +166,14 @@ class CronService:
                 continue  # still running from an earlier look: no job twice at once
             assert job.next_run_at is not None
             result = await self._claim(job, now)
-            if result == RUN:
-                started.append(self._tasks.spawn(self._run(job, now), name=job.id))
+            if isinstance(result, int):
+                started.append(self._tasks.spawn(self._run(job, result), name=job.id))
             elif isinstance(result, CronRunResult):
                 skipped.append(result)
         return skipped, started
 
-    async def _claim(self, job: CronJob, now: float) -> CronRunResult | Literal["run"] | None:
-        """Claim ``job``: ``RUN`` when it is ours to run, a result when it was skipped,
+    async def _claim(self, job: CronJob, now: float) -> CronRunResult | int | None:
+        """Claim ``job``: its run id when it is ours to run, a result when it was skipped,
         None when another replica claimed it first."""
         due = job.next_run_at
         assert due is not None
@@ -186,10 +193,11 @@ class CronService:
             )
             error = f"missed: due at {_utc(due)}, {late:.0f} s late (past the grace window)"
             return await self._give_up(job, now, "skipped", error, following)
-        if not await self.store.claim(job, following):
+        run_id = await self.store.claim_run(job, following, now)
+        if run_id is None:
             return None
         self._running.add(job.id)
-        return RUN
+        return run_id
 
     async def _give_up(
         self, job: CronJob, now: float, status: RunStatus, error: str, following: float | None
@@ -199,13 +207,14 @@ class CronService:
             return None  # another replica had it
         return CronRunResult(job.id, job.name, status, job.next_run_at, error=error)
 
-    async def _run(self, job: CronJob, now: float) -> CronRunResult:
-        run_id = await self.store.start_run(job.id, job.next_run_at, now)
+    async def _run(self, job: CronJob, run_id: int) -> CronRunResult:
         try:
-            end = await self._attempt(job)
+            async with self._slots:
+                end = await self._attempt(job)
         except asyncio.CancelledError:
+            # Cut off by a shutdown: requeued, so it runs at the next start within grace.
             end = RunEnd("failed", self._clock.now(), error="cancelled: the gateway stopped")
-            await asyncio.shield(self.store.finish_run(run_id, job.id, end))
+            await asyncio.shield(self.store.interrupt(run_id, job.id, end, job.next_run_at))
             raise
         finally:
             self._running.discard(job.id)

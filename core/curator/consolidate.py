@@ -107,7 +107,7 @@ class Consolidator:
         registry = ToolRegistry()
         for tool in tools.tools(SKILL_TOOL_NAMES):
             if tool.spec.name == MANAGE_SPEC.name:
-                registry.register(_GuardedManage(tool, self.skills_dir, result))
+                registry.register(_GuardedManage(tool, self.skills_dir, result, protected))
             else:
                 registry.register(tool)
         registry.register(_Absorb(self.skills_dir, self._clock, result, protected))
@@ -138,10 +138,17 @@ def _refuse(result: ConsolidationResult, message: str) -> str:
 class _GuardedManage:
     """``skill_manage`` limited to the curator's jurisdiction."""
 
-    def __init__(self, inner: Tool, skills_dir: Path, result: ConsolidationResult) -> None:
+    def __init__(
+        self,
+        inner: Tool,
+        skills_dir: Path,
+        result: ConsolidationResult,
+        protected: frozenset[str],
+    ) -> None:
         self._inner = inner
         self._skills_dir = skills_dir
         self._result = result
+        self._protected = protected
 
     @property
     def spec(self) -> ToolSpec:
@@ -177,6 +184,9 @@ class _GuardedManage:
                 f"{name!r} belongs to a person, not the curator; do not change it. "
                 f"Recommend `chatgate curator adopt {name}` in your summary instead."
             )
+        if record.pinned or name in self._protected:
+            # A cron job loads it into unattended runs, or a person pinned it: hands off.
+            return f"{name!r} is pinned or used by a cron job; the curator does not change it."
         return None
 
 

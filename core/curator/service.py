@@ -172,19 +172,22 @@ class Curator:
         )
         try:
             report = await self._pass(run_id, trigger, started, dry_run, merge)
-        except Exception as exc:
-            error = f"{exc.__class__.__name__}: {exc}"
+        except (Exception, asyncio.CancelledError) as exc:
+            # A stop mid-pass is recorded too, so no run is left "running" for ever.
+            error = f"{exc.__class__.__name__}: {exc}" if str(exc) else "stopped mid-pass"
             finished = self.clock.now()
-            await self.db.write(
-                lambda tx: store.finish_run(
-                    tx,
-                    run_id,
-                    at=finished,
-                    status="failed",
-                    backup_id=None,
-                    counts={},
-                    report="",
-                    error=error,
+            await asyncio.shield(
+                self.db.write(
+                    lambda tx: store.finish_run(
+                        tx,
+                        run_id,
+                        at=finished,
+                        status="failed",
+                        backup_id=None,
+                        counts={},
+                        report="",
+                        error=error,
+                    )
                 )
             )
             raise

@@ -5,7 +5,7 @@ review is recorded (``scheduled``) and started as a tracked task. The review:
 
 - waits until the chat's lane is idle, so the reply that triggered it is out first and
   any message the person sends meanwhile is answered before the review's next step;
-- runs under its own concurrency limit, never holding a chat's lane;
+- makes its model calls under its own concurrency limit, never holding a chat's lane;
 - forks the session: the parent's stored system prompt, byte for byte, the conversation
   so far and a review instruction, with only the memory and skill tools (anything else
   is refused), at most ``max_iterations`` model calls and no compaction;
@@ -192,33 +192,32 @@ class ReviewService:
     async def _run(self, job: ReviewJob) -> None:
         key = job.ctx.session_key
         await self._until_idle(key)  # the reply that triggered us goes out first
-        async with self._slots:
-            await self._db.write(lambda tx: review_ops.start(tx, job.review_id, self._clock.now()))
-            runner = TurnRunner(
-                _YieldingModel(self._model, lambda: self._until_idle(key)),
-                self._tools,
-                self._clock,
-                max_iterations=self.policy.max_iterations,
-            )
-            user = NewMessage(
-                role="user", content=prompts.instruction(job.kinds), created_at=self._clock.now()
-            )
-            try:
-                with write_origin("background_review"):
-                    result = await runner.run(
-                        system=job.session.system_prompt,
-                        history=job.history,
-                        user=user,
-                        ctx=job.ctx,
-                    )
-            except ModelError as exc:
-                log.warning("review %s failed: %s", job.review_id, exc.__class__.__name__)
-                await self._finish(job, _failed(self._clock.now(), repr(exc)))
-                return
-            except Exception as exc:  # a broken review must never reach the chat
-                log.exception("review %s crashed", job.review_id)
-                await self._finish(job, _failed(self._clock.now(), repr(exc)))
-                return
+        await self._db.write(lambda tx: review_ops.start(tx, job.review_id, self._clock.now()))
+        runner = TurnRunner(
+            _YieldingModel(self._model, self._slots, lambda: self._until_idle(key)),
+            self._tools,
+            self._clock,
+            max_iterations=self.policy.max_iterations,
+        )
+        user = NewMessage(
+            role="user", content=prompts.instruction(job.kinds), created_at=self._clock.now()
+        )
+        try:
+            with write_origin("background_review"):
+                result = await runner.run(
+                    system=job.session.system_prompt,
+                    history=job.history,
+                    user=user,
+                    ctx=job.ctx,
+                )
+        except ModelError as exc:
+            log.warning("review %s failed: %s", job.review_id, exc.__class__.__name__)
+            await self._finish(job, _failed(self._clock.now(), repr(exc)))
+            return
+        except Exception as exc:  # a broken review must never reach the chat
+            log.exception("review %s crashed", job.review_id)
+            await self._finish(job, _failed(self._clock.now(), repr(exc)))
+            return
         lines = prompts.changes(result.messages)
         await self._finish(job, _outcome(self._clock.now(), result, lines))
         if lines and self.policy.notify:
@@ -233,11 +232,19 @@ class ReviewService:
 
 
 class _YieldingModel:
-    """The parent's model, but each call first waits for the chat's lane to be idle."""
+    """The parent's model, but each call waits for the chat's lane to be idle and then
+    for a review slot. The slot is held only for the call itself, so a review waiting
+    on a busy chat never keeps other chats' reviews from running."""
 
-    def __init__(self, inner: ModelClient, before: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        inner: ModelClient,
+        slots: asyncio.Semaphore,
+        until_idle: Callable[[], Awaitable[None]],
+    ) -> None:
         self._inner = inner
-        self._before = before
+        self._slots = slots
+        self._until_idle = until_idle
 
     @property
     def provider(self) -> str:
@@ -248,8 +255,9 @@ class _YieldingModel:
         return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        await self._before()
-        return await self._inner.complete(request)
+        await self._until_idle()
+        async with self._slots:
+            return await self._inner.complete(request)
 
     async def aclose(self) -> None:
         return None  # the parent owns the client

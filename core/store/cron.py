@@ -94,6 +94,11 @@ _CLAIM = (
 )
 _RUN_COLUMNS = ("job_id", "scheduled_for", "started_at", "finished_at", "status", "error")
 _ADD_RUN = insert_sql("cron_runs", _RUN_COLUMNS, " RETURNING id")
+_REQUEUE = (
+    "UPDATE cron_jobs SET next_run_at = :due "
+    "WHERE id = :id AND (next_run_at IS NULL OR next_run_at > :due)"
+)
+_RUNNING = "SELECT id, job_id, scheduled_for FROM cron_runs WHERE status = 'running'"
 _FINISH_RUN = (
     "UPDATE cron_runs SET status = :status, finished_at = :finished_at, "
     "session_id = :session_id, output = :output, delivered_to = :delivered_to, "
@@ -201,10 +206,41 @@ class CronStore:
 
         return await self._db.write(op)
 
-    async def start_run(self, job_id: str, scheduled_for: float | None, at: float) -> int:
-        return await self._db.write(
-            lambda tx: _insert_run(tx, job_id, scheduled_for, at, "running")
-        )
+    async def claim_run(self, job: CronJob, new_next: float | None, at: float) -> int | None:
+        """Claim a due run and record it as running, in one transaction; its run id, or
+        None when another replica claimed it first."""
+        params = {"id": job.id, "expected": job.next_run_at, "new": new_next, "paused": False}
+
+        def op(tx: Tx) -> int | None:
+            if not tx.fetch(_CLAIM, params):
+                return None
+            return _insert_run(tx, job.id, job.next_run_at, at, "running")
+
+        return await self._db.write(op)
+
+    async def interrupt(self, run_id: int, job_id: str, end: RunEnd, due: float | None) -> None:
+        """Record a run cut off by a shutdown and put it back on the schedule at ``due``."""
+
+        def op(tx: Tx) -> None:
+            _finish(tx, run_id, job_id, end, ran=0)
+            if due is not None:
+                tx.execute(_REQUEUE, {"id": job_id, "due": due})
+
+        await self._db.write(op)
+
+    async def recover_interrupted(self, at: float) -> int:
+        """Runs left ``running`` by a crash: record them failed and requeue them."""
+        end = RunEnd("failed", at, error="interrupted: the gateway stopped during the run")
+
+        def op(tx: Tx) -> int:
+            rows = tx.fetch(_RUNNING, {})
+            for row in rows:
+                _finish(tx, row["id"], row["job_id"], end, ran=0)
+                if row["scheduled_for"] is not None:
+                    tx.execute(_REQUEUE, {"id": row["job_id"], "due": row["scheduled_for"]})
+            return len(rows)
+
+        return await self._db.write(op)
 
     async def finish_run(self, run_id: int, job_id: str, end: RunEnd) -> None:
         await self._db.write(lambda tx: _finish(tx, run_id, job_id, end, ran=1))

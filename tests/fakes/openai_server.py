@@ -156,8 +156,8 @@ class FakeOpenAIServer:
     ) -> None:
         """Answer the next request with plain text.
 
-        With ``when``, the step is kept for requests whose conversation mentions ``when``
-        in a user message (a background review, say), apart from the main script.
+        With ``when``, the step is kept for requests whose last user message mentions
+        ``when`` (a background review's instruction, say), apart from the main script.
         """
         self._queue(when).append(Reply(text=text, finish_reason=finish_reason))
 
@@ -200,7 +200,7 @@ class FakeOpenAIServer:
         return self._arrivals.setdefault(marker, asyncio.Event())
 
     def requests_for(self, marker: str) -> list[Json]:
-        """Recorded requests whose conversation mentions ``marker`` in a user message."""
+        """Recorded requests whose last user message mentions ``marker``."""
         return [body for body in self.requests if _mentions(body, marker)]
 
     def fail(
@@ -263,10 +263,7 @@ class FakeOpenAIServer:
 
 
 def _mentions(body: Json, marker: str) -> bool:
-    return any(
-        m.get("role") == "user" and marker in str(m.get("content") or "")
-        for m in body.get("messages", [])
-    )
+    return marker in last_user_content(body)
 
 
 def last_user_content(body: Json) -> str:

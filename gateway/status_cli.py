@@ -1,0 +1,107 @@
+"""``chatgate status``: what this profile runs and when its scheduled work comes next.
+
+It reads the configuration and the SessionDB, so it answers whether or not a gateway
+is running: the scheduler's periodic checks with their period, when the Curator may
+next run and why not sooner, and the cron jobs in the order they run next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+
+from core.store.cron import CronJob, CronStore
+from core.store.db import SessionDB
+from core.store.schema import reviews, sessions
+from gateway.config import Settings, load_settings
+from gateway.curator_cli import build_curator
+
+console = Console(highlight=False)
+
+
+def status() -> None:
+    """Show the model, the SessionDB and the scheduler's jobs with their next run times."""
+    from gateway.runtime import migrate
+
+    settings = load_settings()
+    asyncio.run(migrate(settings))
+    asyncio.run(_show(settings))
+
+
+async def _show(settings: Settings) -> None:
+    async with SessionDB(settings.database_url) as db:
+        async with db.engines.read.connect() as conn:
+            active = (
+                await conn.execute(
+                    select(func.count()).select_from(sessions).where(sessions.c.ended_at.is_(None))
+                )
+            ).scalar_one()
+            done = (
+                await conn.execute(
+                    select(func.count()).select_from(reviews).where(reviews.c.status == "done")
+                )
+            ).scalar_one()
+        gate = await build_curator(settings, db).gate() if settings.curator.enabled else None
+        jobs = await CronStore(db).next_runs(limit=50) if settings.cron.enabled else []
+    model = settings.model_config_for_core()
+    where = make_url(settings.database_url).render_as_string(hide_password=True)
+    console.print(f"home:      {settings.home}", markup=False)
+    console.print(f"database:  {where}", markup=False)
+    console.print(f"model:     {model.model} via {model.provider}", markup=False)
+    console.print(f"sessions:  {active} active; reviews done: {done}", markup=False)
+    console.print("\nscheduler jobs:", markup=False)
+    table = Table("job", "every", "next run (UTC)", "notes")
+    r, m, s = settings.review, settings.memory, settings.skills
+    if r.enabled:
+        cadence = []
+        if m.enabled and m.nudge_interval:
+            cadence.append(f"memory every {m.nudge_interval} turns")
+        if s.enabled and s.nudge_interval:
+            cadence.append(f"skills every {s.nudge_interval} tool steps")
+        table.add_row("background review", "after a reply", "per session", "; ".join(cadence))
+    else:
+        table.add_row("background review", "-", "-", "disabled")
+    if settings.cron.enabled:
+        table.add_row("cron jobs", _every(settings.cron.tick_seconds), "at each look", "")
+    if gate is not None:
+        note = "due now" if gate.due else gate.reason
+        table.add_row(
+            "curator check",
+            _every(settings.curator.check_minutes * 60),
+            _utc(gate.next_due_at) if gate.next_due_at else "-",
+            note,
+        )
+    else:
+        table.add_row("curator check", "-", "-", "disabled")
+    for job in jobs:
+        table.add_row(f"cron {job.id}", job.schedule, _utc(job.next_run_at), _job_note(job))
+    console.print(table)
+
+
+def _job_note(job: CronJob) -> str:
+    last = f"last: {job.last_status}" if job.last_status else "not run yet"
+    return f"{job.name[:40]} ({last})"
+
+
+def _every(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+def _utc(at: float | None) -> str:
+    if at is None:
+        return "-"
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
