@@ -12,11 +12,13 @@ from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 
 import typer
+from filelock import Timeout
 from rich.console import Console
 from rich.table import Table
 
 from core.clock import Clock, SystemClock
 from core.curator import BackupError, Curator, CuratorBusy, CuratorPolicy, SkillBackups
+from core.curator.service import pass_lock
 from core.curator.status import utc
 from core.curator.transitions import TransitionError, archive_skill, restore_skill
 from core.errors import ConfigError
@@ -141,7 +143,11 @@ def rollback(
         raise typer.Exit(1)
     target = backup_id or known[-1].id
     try:
-        before = backups.rollback(target, SystemClock().now())
+        with pass_lock(settings.home / "skills"):
+            before = backups.rollback(target, SystemClock().now())
+    except Timeout:
+        err.print("a Curator pass is running; try again once it is done", markup=False)
+        raise typer.Exit(1) from None
     except BackupError as exc:
         err.print(str(exc), markup=False)
         raise typer.Exit(1) from None

@@ -36,6 +36,15 @@ class _GatewayCollector(Collector):
         yield _gauge(
             "chatgate_db_commits", "SessionDB write transactions", self._gateway.db.commits
         )
+        reviews = self._gateway.reviews
+        if reviews is not None:
+            yield _counter("chatgate_reviews", "Background reviews", "status", reviews.outcomes)
+            yield _gauge(
+                "chatgate_reviews_running", "Background reviews in flight", reviews.running
+            )
+        cron = self._gateway.cron
+        if cron is not None:
+            yield _counter("chatgate_cron_runs", "Cron job runs", "status", cron.outcomes)
 
 
 def _counter(name: str, doc: str, label: str, values: dict[str, int]) -> CounterMetricFamily:

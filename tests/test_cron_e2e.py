@@ -89,6 +89,7 @@ async def test_file_delivery_and_silent_output(home: Path, fake_openai: FakeOpen
         fake_openai.reply_text("[SILENT] nothing changed")
         await run_due(gw)
         replies = await pulled(gw)
+        metrics = (await gw.client.get("/metrics")).text
 
     written = (home / "cron" / "output" / "prs.md").read_text()
     assert "Three PRs open." in written
@@ -96,6 +97,8 @@ async def test_file_delivery_and_silent_output(home: Path, fake_openai: FakeOpen
     assert replies == ["Scheduled."]  # the file got the output, the chat got nothing more
     statuses = [r["status"] for r in rows(home, "SELECT status FROM cron_runs ORDER BY id")]
     assert statuses == ["ok", "silent"]
+    assert 'chatgate_cron_runs_total{status="ok"} 1.0' in metrics
+    assert 'chatgate_cron_runs_total{status="silent"} 1.0' in metrics
 
 
 async def test_attached_skills_are_loaded_and_counted(

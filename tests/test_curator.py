@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,9 @@ from core.skills import index
 from core.skills.manage import apply_operations
 from core.skills.usage import SkillUsage
 from core.store.db import SessionDB
+from core.store.engine import create_engines
 from core.store.schema import curator_runs
+from migrations.runner import upgrade
 from tests.curator_helpers import (
     DAY,
     HOUR,
@@ -432,3 +435,26 @@ async def test_gates_runs_and_cron_protection_on_each_database(
     assert (status.runs, status.dry_runs, status.paused) == (1, 0, False)
     assert status.last_run is not None
     assert status.last_run.counts["archived"] == 1
+
+
+async def test_replicas_checking_at_once_run_one_pass(tmp_path: Path, clock: ManualClock) -> None:
+    """Two gateways on one PostgreSQL database, each with its own skills folder."""
+    async with postgres_database() as url:
+        engines = create_engines(url)
+        try:
+            await upgrade(engines.write)
+        finally:
+            await engines.dispose()
+        async with SessionDB(url) as first_db, SessionDB(url) as second_db:
+            replicas = []
+            for name, db in (("a", first_db), ("b", second_db)):
+                folder = tmp_path / name / "skills"
+                add_skill(folder, "old", idle_days=40)
+                replicas.append(make(db, folder, clock))
+            assert await replicas[0].check() is None  # arms the shared interval
+            clock.advance(INTERVAL)
+
+            reports = await asyncio.gather(*(r.check() for r in replicas))
+
+            assert sum(report is not None for report in reports) == 1
+            assert len(await runs(first_db)) == 1

@@ -71,6 +71,8 @@ async def test_the_tenth_user_turn_schedules_exactly_one_review_after_the_reply(
         await chat(gw, 9, start=11)
         await reviews_of(gw).wait()
         assert len(fake_openai.requests_for(REVIEW)) == 1
+        metrics = (await gw.client.get("/metrics")).text
+        assert 'chatgate_reviews_total{status="done"} 1.0' in metrics
 
     rows = review_rows(home)
     assert [(r["kinds"], r["status"], r["at_message_count"]) for r in rows] == [

@@ -98,6 +98,7 @@ class CronService:
         self._running: set[str] = set()
         self._scheduler: Scheduler | None = None
         self._looking = False
+        self.outcomes: dict[str, int] = {}
         self._slots = asyncio.Semaphore(max_concurrent_runs)
         self._look_again = False
 
@@ -170,6 +171,7 @@ class CronService:
                 started.append(self._tasks.spawn(self._run(job, result), name=job.id))
             elif isinstance(result, CronRunResult):
                 skipped.append(result)
+                self.outcomes[result.status] = self.outcomes.get(result.status, 0) + 1
         return skipped, started
 
     async def _claim(self, job: CronJob, now: float) -> CronRunResult | int | None:
@@ -219,6 +221,7 @@ class CronService:
         finally:
             self._running.discard(job.id)
         await self.store.finish_run(run_id, job.id, end)
+        self.outcomes[end.status] = self.outcomes.get(end.status, 0) + 1
         log.info("cron: job %s (%s) ran: %s", job.id, job.name, end.status)
         return CronRunResult(
             job.id, job.name, end.status, job.next_run_at, end.delivered_to, end.error

@@ -88,6 +88,11 @@ class Curator:
         if not gate.due:
             log.debug("curator: no pass: %s", gate.reason)
             return None
+        now = self.clock.now()
+        since = now - self.policy.interval_hours * 3600
+        if not await self.db.write(lambda tx: store.claim_pass(tx, now, since)):
+            log.info("curator: another replica claimed this pass")
+            return None
         try:
             return await self.run("schedule")
         except CuratorBusy:
@@ -161,9 +166,7 @@ class Curator:
         await self.db.write(lambda tx: store.set_state(tx, store.PAUSED, value, now))
 
     def _lock(self) -> FileLock:
-        folder = self.skills_dir / ".locks"
-        folder.mkdir(parents=True, exist_ok=True)
-        return FileLock(folder / "curator.lock", timeout=0)
+        return pass_lock(self.skills_dir)
 
     async def _recorded_pass(self, trigger: str, dry_run: bool, merge: bool) -> RunReport:
         started = self.clock.now()
@@ -268,3 +271,10 @@ class Curator:
             max_iterations=self.policy.consolidate_max_iterations,
         )
         return await consolidator.run(remaining, protected), ""
+
+
+def pass_lock(skills_dir: Path) -> FileLock:
+    """The lock a Curator pass (and a rollback) holds on this skills folder; never waits."""
+    folder = skills_dir / ".locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(folder / "curator.lock", timeout=0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import openai
 from openai.types.chat import (
@@ -278,25 +279,40 @@ class OpenAIChatModel:
         except openai.OpenAIError as exc:
             raise translate_error(exc) from exc
 
-    async def _single(self, request: ModelRequest) -> ModelReply:
-        completion = await self._client.chat.completions.create(
-            model=self._config.model,
-            messages=to_openai_messages(request.system, request.messages),
-            tools=to_openai_tools(request.tools) or openai.omit,
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body, built as plain JSON-ready dicts.
+
+        It is posted with the client's low-level ``post``: ``chat.completions.create``
+        first walks every message through the SDK's typed-dict transform, which cost
+        ~10 ms of event-loop time per call at 40 messages (most of a turn's CPU) and
+        does nothing for a body that is already plain JSON.
+        """
+        body: dict[str, Any] = {
+            "model": self._config.model,
+            "messages": to_openai_messages(request.system, request.messages),
             # max_tokens rather than max_completion_tokens: every compatible
             # server understands it.
-            max_tokens=self._config.max_tokens,
+            "max_tokens": self._config.max_tokens,
+        }
+        tools = to_openai_tools(request.tools)
+        if tools:
+            body["tools"] = tools
+        return body
+
+    async def _single(self, request: ModelRequest) -> ModelReply:
+        completion = await self._client.post(
+            "/chat/completions", body=self._body(request), cast_to=ChatCompletion
         )
         return reply_from_completion(completion)
 
     async def _streamed(self, request: ModelRequest) -> ModelReply:
-        stream = await self._client.chat.completions.create(
-            model=self._config.model,
-            messages=to_openai_messages(request.system, request.messages),
-            tools=to_openai_tools(request.tools) or openai.omit,
-            max_tokens=self._config.max_tokens,
+        body = {**self._body(request), "stream": True, "stream_options": {"include_usage": True}}
+        stream = await self._client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
             stream=True,
-            stream_options={"include_usage": True},
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
         accumulator = StreamAccumulator()
         async with stream:

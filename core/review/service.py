@@ -63,6 +63,7 @@ class ReviewJob:
     session: SessionRow
     history: list[ChatMessage]
     ctx: ToolContext
+    resumed: bool = False
 
 
 class ReviewService:
@@ -141,6 +142,15 @@ class ReviewService:
     async def _schedule(
         self, row: SessionRow, history: list[ChatMessage], kinds: tuple[str, ...], ctx: ToolContext
     ) -> None:
+        # The row is written by the review's own task, off the chat's lane: the reply that
+        # triggered the review does not wait for it. A crash before the write loses
+        # nothing, since the counters derived at the next start are still past the interval.
+        self.outcomes["scheduled"] += 1
+        self._tasks.spawn(self._record_and_run(row, history, kinds, ctx), name=ctx.session_key)
+
+    async def _record_and_run(
+        self, row: SessionRow, history: list[ChatMessage], kinds: tuple[str, ...], ctx: ToolContext
+    ) -> None:
         review_id = await self._db.write(
             lambda tx: review_ops.schedule(
                 tx,
@@ -151,9 +161,7 @@ class ReviewService:
                 at=self._clock.now(),
             )
         )
-        self.outcomes["scheduled"] += 1
-        job = ReviewJob(review_id, kinds, row, history, ctx)
-        self._tasks.spawn(self._run(job), name=f"{ctx.session_key}#{review_id}")
+        await self._run(ReviewJob(review_id, kinds, row, history, ctx))
 
     async def resume_unfinished(self) -> int:
         """Run the reviews a previous process scheduled but did not finish."""
@@ -174,7 +182,7 @@ class ReviewService:
                 thread_id=row.thread_id,
                 route=row.route,
             )
-            job = ReviewJob(review.id, parse_kinds(review.kinds), row, history, ctx)
+            job = ReviewJob(review.id, parse_kinds(review.kinds), row, history, ctx, resumed=True)
             self._tasks.spawn(self._run(job), name=f"{review.session_key}#{review.id}")
         if pending:
             log.info("resuming %d background reviews", len(pending))
@@ -192,7 +200,12 @@ class ReviewService:
     async def _run(self, job: ReviewJob) -> None:
         key = job.ctx.session_key
         await self._until_idle(key)  # the reply that triggered us goes out first
-        await self._db.write(lambda tx: review_ops.start(tx, job.review_id, self._clock.now()))
+        now = self._clock.now()
+        started = await self._db.write(
+            lambda tx: review_ops.start(tx, job.review_id, now, resume=job.resumed)
+        )
+        if not started:
+            return  # another replica has it
         runner = TurnRunner(
             _YieldingModel(self._model, self._slots, lambda: self._until_idle(key)),
             self._tools,

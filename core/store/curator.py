@@ -20,6 +20,13 @@ from core.store.tx import Tx, insert_sql
 
 ARMED_AT = "curator.armed_at"
 PAUSED = "curator.paused"
+CLAIMED_AT = "curator.claimed_at"
+# A compare-and-set on the claim time: of replicas checking at once, one wins the pass.
+# (PostgreSQL re-checks the WHERE of a concurrent UPDATE after the first one commits.)
+_CLAIM = (
+    "UPDATE scheduler_state SET value = :value, updated_at = :at "
+    "WHERE key = :key AND CAST(value AS DOUBLE PRECISION) < :since RETURNING key"
+)
 
 _START = insert_sql(
     "curator_runs",
@@ -101,6 +108,12 @@ def set_state_if_absent(tx: Tx, key: str, value: str, at: float) -> str:
     """Store ``value`` unless ``key`` has one; return the value that is stored now."""
     tx.execute(_SET_STATE_IF_ABSENT, {"key": key, "value": value, "at": at})
     return str(tx.scalar("SELECT value FROM scheduler_state WHERE key = :key", {"key": key}))
+
+
+def claim_pass(tx: Tx, at: float, since: float) -> bool:
+    """Claim the scheduled pass unless one was claimed after ``since``."""
+    tx.execute(_SET_STATE_IF_ABSENT, {"key": CLAIMED_AT, "value": "0", "at": at})
+    return bool(tx.fetch(_CLAIM, {"key": CLAIMED_AT, "value": repr(at), "at": at, "since": since}))
 
 
 # -- reads ----------------------------------------------------------------------------

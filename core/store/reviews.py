@@ -17,7 +17,12 @@ _SCHEDULE = insert_sql(
     ("session_id", "session_key", "kinds", "status", "at_message_count", "scheduled_at"),
     " RETURNING id",
 )
-_START = "UPDATE reviews SET status = 'running', started_at = :at WHERE id = :id"
+# Only one process starts a review: a second (another replica resuming it) finds it taken.
+_START = (
+    "UPDATE reviews SET status = 'running', started_at = :at "
+    "WHERE id = :id AND (status = 'scheduled' OR (status = 'running' AND :resume)) "
+    "RETURNING id"
+)
 _FINISH = (
     "UPDATE reviews SET status = :status, finished_at = :at, iterations = :iterations, "
     "changes = :changes, transcript = :transcript, error = :error, "
@@ -71,8 +76,12 @@ def schedule(
     return review_id
 
 
-def start(tx: Tx, review_id: int, at: float) -> None:
-    tx.execute(_START, {"id": review_id, "at": at})
+def start(tx: Tx, review_id: int, at: float, *, resume: bool = False) -> bool:
+    """Mark the review running; False when another process already started it.
+
+    ``resume`` also takes a review left ``running`` by a process that stopped.
+    """
+    return bool(tx.fetch(_START, {"id": review_id, "at": at, "resume": resume}))
 
 
 def finish(tx: Tx, review_id: int, outcome: ReviewOutcome) -> None:
