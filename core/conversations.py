@@ -41,7 +41,7 @@ from core.turn import TurnResult, TurnRunner
 
 log = logging.getLogger(__name__)
 
-Deliver = Callable[[list[OutboundMessage]], Awaitable[None]]
+Deliver = Callable[[list[OutboundMessage]], Awaitable[object]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
 TurnMaterial = Callable[[str, str], Awaitable[str | None]]
 TurnDone = Callable[[SessionState, InboxItem, TurnResult], Awaitable[None]]
@@ -153,10 +153,16 @@ class Conversations:
         self._dispatch(accepted.item)
         return accepted
 
-    async def recover(self) -> int:
-        """Queue every message accepted before a restart but never processed."""
-        items = await self.db.pending_inbox()
+    async def recover(self, up_to: int | None = None) -> int:
+        """Queue every message accepted before a restart but never processed.
+
+        ``up_to`` is the newest inbox id before the adapters started: what they accept
+        from then on is dispatched as it arrives and must not be queued twice.
+        """
+        items = await self.db.pending_inbox(up_to)
         for item in items:
+            if self.router.in_flight(item.id):
+                continue
             self._dispatch(item)
         if items:
             log.info("recovered %d unprocessed inbound messages", len(items))
@@ -180,6 +186,9 @@ class Conversations:
         return await self.db.replies_after(
             platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
         )
+
+    def command_menu(self) -> list[tuple[str, str]]:
+        return [(c.name, c.summary) for c in self.commands.all()]
 
     def delivered(self, ids: Sequence[int]) -> None:
         self._delivery_log.note(ids)

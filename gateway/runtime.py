@@ -112,6 +112,7 @@ async def open_gateway(
         )
         gateway = Gateway(settings, db, conversations, model, {a.name: a for a in adapters})
         delivery = PushDelivery(db, gateway.adapters, clock)
+        stack.push_async_callback(delivery.close)
         conversations.on_replies(delivery.deliver)
         if settings.memory.enabled:
             conversations.on_status(memory_status(db))
@@ -132,11 +133,12 @@ async def open_gateway(
             stack.push_async_callback(cron.service.aclose)
             gateway.cron = cron.service
         gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler)
+        before_start = await db.newest_inbox_id()
         for adapter in adapters:
             await adapter.start(conversations)
             stack.push_async_callback(adapter.stop)
         await delivery.resend_pending()
-        await conversations.recover()
+        await conversations.recover(up_to=before_start)
         if reviews is not None:
             await reviews.resume_unfinished()
         if gateway.cron is not None:

@@ -92,9 +92,13 @@ class SessionDB:
     async def accept(self, msg: InboundMessage, key: str) -> Accepted:
         return await self.write(lambda c: inbox_ops.accept(c, msg, key))
 
-    async def pending_inbox(self) -> list[InboxItem]:
+    async def pending_inbox(self, up_to: int | None = None) -> list[InboxItem]:
         async with self.engines.read.connect() as conn:
-            return await inbox_ops.pending(conn)
+            return await inbox_ops.pending(conn, up_to)
+
+    async def newest_inbox_id(self) -> int:
+        async with self.engines.read.connect() as conn:
+            return await inbox_ops.newest_id(conn)
 
     async def inbox_item(self, inbox_id: int) -> InboxItem | None:
         async with self.engines.read.connect() as conn:
@@ -161,6 +165,9 @@ class SessionDB:
     async def pending_replies(self, platform: str, limit: int = 100) -> list[OutboundMessage]:
         async with self.engines.read.connect() as conn:
             return await outbox_ops.pending_for(conn, platform, limit)
+
+    async def mark_failed(self, ids: Sequence[int], error: str) -> None:
+        await self.write(lambda c: outbox_ops.mark_failed(c, ids, error))
 
     async def mark_delivered(
         self, ids: Sequence[int], at: float, platform_ids: Sequence[str | None] = ()

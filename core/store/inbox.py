@@ -44,10 +44,23 @@ def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
     return Accepted(item_from_row(existing[0]), created=False)
 
 
-async def pending(conn: AsyncConnection) -> list[InboxItem]:
-    """Messages accepted but not yet processed, oldest first (for recovery at start)."""
-    rows = await conn.execute(select(inbox).where(inbox.c.status == "pending").order_by(inbox.c.id))
+async def pending(conn: AsyncConnection, up_to: int | None = None) -> list[InboxItem]:
+    """Messages accepted but not yet processed, oldest first (for recovery at start).
+
+    ``up_to`` leaves out messages accepted after that id: adapters already running
+    dispatch their own messages, which must not be dispatched twice.
+    """
+    query = select(inbox).where(inbox.c.status == "pending")
+    if up_to is not None:
+        query = query.where(inbox.c.id <= up_to)
+    rows = await conn.execute(query.order_by(inbox.c.id))
     return [item_from_row(r._mapping) for r in rows]
+
+
+async def newest_id(conn: AsyncConnection) -> int:
+    """The id of the newest inbox row (0 when empty): cheap, by primary key."""
+    found = (await conn.execute(select(inbox.c.id).order_by(inbox.c.id.desc()).limit(1))).scalar()
+    return int(found or 0)
 
 
 async def get(conn: AsyncConnection, inbox_id: int) -> InboxItem | None:
