@@ -34,6 +34,14 @@ class StoreError(ChatgateError):
     """The SessionDB could not be read or written."""
 
 
+class DeliveryError(ChatgateError):
+    """A reply could not be delivered now; it stays in the outbox and is retried."""
+
+
+class Undeliverable(DeliveryError):
+    """A reply can never be delivered (the person blocked the bot, the chat is gone)."""
+
+
 class ModelError(ChatgateError):
     """A model provider call failed."""
 

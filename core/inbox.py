@@ -30,6 +30,10 @@ class Inbox(Protocol):
         """Replies for one chat with an outbox id above ``after`` (pull delivery)."""
         ...
 
+    def command_menu(self) -> list[tuple[str, str]]:
+        """The chat commands as (name, one-line summary), for a platform's command menu."""
+        ...
+
     def delivered(self, ids: Sequence[int]) -> None:
         """Record, soon and in bulk, that these replies reached the person."""
         ...

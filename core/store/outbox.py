@@ -112,6 +112,17 @@ def add_notices(
     return replies
 
 
+_FAILED = (
+    "UPDATE outbox SET status = 'failed', error = :error, attempts = attempts + 1 "
+    "WHERE id = :id AND status = 'pending'"
+)
+
+
+def mark_failed(tx: Tx, ids: Sequence[int], error: str) -> None:
+    """Give up on replies that can never be delivered (they are kept, marked failed)."""
+    tx.executemany(_FAILED, [{"id": i, "error": error[:2000]} for i in ids])
+
+
 def mark_delivered(
     tx: Tx, ids: Sequence[int], at: float, platform_ids: Sequence[str | None] = ()
 ) -> None:
