@@ -13,6 +13,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from adapters.base import Adapter
+from adapters.telegram import TelegramAdapter, TelegramOptions
+from adapters.telegram_updates import Access
 from adapters.webhook import WebhookAdapter, WebhookOptions
 from core.clock import Clock, SystemClock
 from core.errors import StoreError
@@ -41,6 +43,27 @@ def webhook_options(settings: Settings) -> WebhookOptions:
     )
 
 
+def telegram_options(settings: Settings) -> TelegramOptions:
+    t = settings.telegram
+    assert t.bot_token is not None
+    return TelegramOptions(
+        token=t.bot_token.get_secret_value(),
+        base_url=t.base_url,
+        base_file_url=t.base_file_url,
+        mode=t.mode,
+        webhook_url=t.webhook_url,
+        webhook_secret=t.webhook_secret.get_secret_value() if t.webhook_secret else None,
+        webhook_path=t.webhook_path,
+        max_backlog_age=t.max_backlog_age,
+        require_mention=t.require_mention,
+        handle_edits=t.handle_edits,
+        access=Access.of(t.allowed_users, t.allowed_chats, t.allow_all_users),
+        max_file_bytes=t.max_file_bytes,
+        cache_dir=settings.home / "cache",
+        poll_timeout_seconds=t.poll_timeout_seconds,
+    )
+
+
 def create_app(
     settings: Settings,
     *,
@@ -57,6 +80,11 @@ def create_app(
     )
     if webhook is not None:
         adapters.append(webhook)
+    telegram = (
+        TelegramAdapter(telegram_options(settings), now=now) if settings.telegram.enabled else None
+    )
+    if telegram is not None:
+        adapters.append(telegram)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -78,6 +106,8 @@ def create_app(
     app = FastAPI(title="chatgate", version="0.1.0", lifespan=lifespan)
     if webhook is not None:
         webhook.install(app)
+    if telegram is not None:
+        telegram.install(app)
     _add_health_routes(app)
     return app
 

@@ -189,6 +189,42 @@ class PromptSettings(_Section):
     context_max_chars: int = Field(default=20_000, ge=1000, le=200_000)
 
 
+class TelegramSettings(_Section):
+    """The Telegram adapter: on when a bot token is set."""
+
+    bot_token: SecretStr | None = None
+    # A self-hosted Bot API server (or a test fake): ".../bot" and ".../file/bot".
+    base_url: str = "https://api.telegram.org/bot"
+    base_file_url: str = "https://api.telegram.org/file/bot"
+    mode: Literal["polling", "webhook"] = "polling"
+    # Webhook mode: the public HTTPS URL Telegram posts to; it must end in /telegram/<path>.
+    webhook_url: str = ""
+    webhook_secret: SecretStr | None = None
+    webhook_path: str = Field(default="updates", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    # Updates older than this when they reach us are skipped (one notice per chat).
+    max_backlog_age: float = Field(default=3600, gt=0)
+    # In groups, answer only when mentioned, replied to or sent /command@thisbot.
+    require_mention: bool = True
+    handle_edits: bool = False
+    # Who may talk to the bot: user ids or usernames, and chat ids.
+    allowed_users: list[str] = Field(default_factory=list)
+    allowed_chats: list[str] = Field(default_factory=list)
+    allow_all_users: bool = False
+    max_file_bytes: int = Field(default=20_000_000, ge=0)
+    poll_timeout_seconds: int = Field(default=30, ge=0, le=50)
+
+    @field_validator("allowed_users", "allowed_chats", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):  # from the environment: "12345,@alice"
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        return self.bot_token is not None and bool(self.bot_token.get_secret_value())
+
+
 class Settings(_Section):
     """The whole configuration of one chatgate profile."""
 
@@ -206,6 +242,7 @@ class Settings(_Section):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     curator: CuratorSettings = Field(default_factory=CuratorSettings)
     cron: CronSettings = Field(default_factory=CronSettings)
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
 
     @property
     def database_url(self) -> str:
@@ -273,6 +310,15 @@ ENV_OVERRIDES: dict[str, str] = {
     "OPENAI_API_KEY": "model.api_key",
     "ANTHROPIC_API_KEY": "model.anthropic_api_key",
     "CHATGATE_WEBHOOK_SECRET": "webhook.secret",
+    "TELEGRAM_BOT_TOKEN": "telegram.bot_token",
+    "CHATGATE_TELEGRAM_BASE_URL": "telegram.base_url",
+    "CHATGATE_TELEGRAM_BASE_FILE_URL": "telegram.base_file_url",
+    "CHATGATE_TELEGRAM_MODE": "telegram.mode",
+    "CHATGATE_TELEGRAM_WEBHOOK_URL": "telegram.webhook_url",
+    "CHATGATE_TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
+    "TELEGRAM_ALLOWED_USERS": "telegram.allowed_users",
+    "TELEGRAM_ALLOWED_CHATS": "telegram.allowed_chats",
+    "TELEGRAM_ALLOW_ALL_USERS": "telegram.allow_all_users",
 }
 
 
@@ -295,7 +341,21 @@ def load_settings(home: Path | None = None, env: Mapping[str, str] | None = None
     except ValidationError as exc:
         raise _config_error(exc) from None
     settings.model_config_for_core()  # provider settings that only make sense together
+    _check_telegram(settings.telegram)
     return settings
+
+
+def _check_telegram(t: TelegramSettings) -> None:
+    if not t.enabled or t.mode != "webhook":
+        return
+    if not t.webhook_url:
+        raise ConfigError("telegram.webhook_url", "required in webhook mode")
+    if t.webhook_secret is None or not t.webhook_secret.get_secret_value():
+        raise ConfigError(
+            "telegram.webhook_secret",
+            "required in webhook mode (Telegram sends it with every update; set "
+            "CHATGATE_TELEGRAM_WEBHOOK_SECRET)",
+        )
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -1,0 +1,412 @@
+"""Telegram adapter on python-telegram-bot 22: polling or webhook, nothing lost, nothing twice.
+
+- **Ingest.** Each update is committed to the inbox (unique on bot id + ``update_id``)
+  before the polling offset moves past it or the webhook answers 200. The poll loop is
+  ours, over ``Bot.get_updates``: PTB's ``Updater`` confirms an update when it fetches
+  the next batch, whether or not it was stored. At start nothing pending is dropped;
+  updates older than ``telegram.max_backlog_age`` are skipped with one notice per chat.
+  A second poller on the token (409 Conflict) is reported and retried with backoff.
+- **Webhook mode.** ``setWebhook`` with a secret token; ``POST /telegram/{path}`` on the
+  gateway's own app checks ``X-Telegram-Bot-Api-Secret-Token`` in constant time.
+- **Replies.** Markdown becomes text plus entities (``adapters.telegram_format``), split
+  at 4,096 UTF-16 units without cutting an entity; a chunk whose formatting Telegram
+  rejects is resent plain. A reply goes to the message's topic. ``RetryAfter`` waits the
+  given time; a blocked bot (403) makes the reply ``Undeliverable``; other errors leave
+  it in the outbox, retried with backoff. Chunks already sent are not sent again.
+- **Typing** is shown, refreshed every 4 s, while a turn runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import re
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from telegram import Bot, BotCommand, ReplyParameters, Update
+from telegram.constants import ChatAction
+from telegram.error import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning
+
+from adapters.telegram_format import Chunk, plain_chunk, render
+from adapters.telegram_updates import (
+    Access,
+    BotIdentity,
+    FileRef,
+    Ignored,
+    Incoming,
+    Refused,
+    TooOld,
+    decide,
+)
+from core.errors import ConfigError, DeliveryError, Undeliverable
+from core.inbox import Inbox
+from core.messages import Attachment, InboundMessage, OutboundMessage
+from core.store.records import InboxItem
+from core.tasks import TaskSet
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ["message", "edited_message"]
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+TYPING_EVERY_SECONDS = 4.0
+SEND_ATTEMPTS = 5
+MAX_RETRY_AFTER_SECONDS = 300.0
+REFUSAL = (
+    "Sorry, I can only talk with people this bot's owner has allowed. "
+    "Ask them to add you (telegram.allowed_users)."
+)
+BACKLOG_NOTICE = (
+    "I was offline for a while: messages older than {age} were skipped. "
+    "Please send again anything that still needs an answer."
+)
+REFUSE_AGAIN_AFTER_SECONDS = 3600.0
+_COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramOptions:
+    """The adapter's settings, mapped from ``telegram:`` in the gateway config."""
+
+    token: str = field(repr=False)
+    base_url: str = "https://api.telegram.org/bot"
+    base_file_url: str = "https://api.telegram.org/file/bot"
+    mode: str = "polling"
+    webhook_url: str = ""
+    webhook_secret: str | None = field(default=None, repr=False)
+    webhook_path: str = "updates"
+    max_backlog_age: float = 3600.0
+    require_mention: bool = True
+    handle_edits: bool = False
+    access: Access = Access()
+    max_file_bytes: int = 20_000_000
+    cache_dir: Path = Path(".")
+    poll_timeout_seconds: int = 30
+
+
+class TelegramAdapter:
+    """See the module docstring."""
+
+    name = "telegram"
+    push = True
+
+    def __init__(self, options: TelegramOptions, *, now: Callable[[], float] = time.time) -> None:
+        self.options = options
+        self._now = now
+        self._bot = Bot(
+            options.token,
+            base_url=options.base_url,
+            base_file_url=options.base_file_url,
+            request=HTTPXRequest(connection_pool_size=64),
+            get_updates_request=HTTPXRequest(read_timeout=options.poll_timeout_seconds + 15.0),
+        )
+        self._inbox: Inbox | None = None
+        self._me: BotIdentity | None = None
+        self._tasks = TaskSet("telegram")
+        self._told_backlog: set[int] = set()
+        self._refused_at: dict[str, float] = {}
+        self._chunks_sent: dict[int, int] = {}
+        self.healthy = False
+
+    # lifecycle
+    def install(self, app: FastAPI) -> None:
+        """Serve ``POST /telegram/{path}`` on the gateway's app (webhook mode only)."""
+        if self.options.mode == "webhook":
+            app.router.add_api_route(
+                "/telegram/{path}", self.post_update, methods=["POST"], include_in_schema=False
+            )
+
+    async def start(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+        try:
+            await self._bot.initialize()
+        except InvalidToken as exc:
+            raise ConfigError("telegram.bot_token", "Telegram rejected the token") from exc
+        self._me = BotIdentity(self._bot.id, self._bot.username)
+        log.info("telegram: connected as @%s (%s mode)", self._me.username, self.options.mode)
+        await self._register_commands(inbox.command_menu())
+        if self.options.mode == "webhook":
+            await self._bot.set_webhook(
+                url=self.options.webhook_url,
+                secret_token=self.options.webhook_secret,
+                allowed_updates=ALLOWED_UPDATES,
+                drop_pending_updates=False,
+            )
+        else:
+            # A webhook left set would make getUpdates fail; its pending updates stay queued.
+            await self._bot.delete_webhook(drop_pending_updates=False)
+            self._tasks.spawn(self._poll(), name="poll")
+        self.healthy = True
+
+    async def stop(self) -> None:
+        self.healthy = False
+        await self._tasks.close()
+        try:
+            await self._bot.shutdown()
+        except TelegramError as exc:
+            log.warning("telegram: shutdown: %s", exc)
+
+    async def _register_commands(self, menu: list[tuple[str, str]]) -> None:
+        commands = [
+            BotCommand(name, (summary or name)[:256])
+            for name, summary in menu
+            if _COMMAND_NAME.match(name)
+        ]
+        try:
+            await self._bot.set_my_commands(commands)
+        except TelegramError as exc:  # a menu is a convenience: never a reason not to start
+            log.warning("telegram: could not register the command menu: %s", exc)
+
+    # polling
+    async def _poll(self) -> None:
+        offset: int | None = None
+        pause = 1.0
+        while True:
+            try:
+                updates = await self._bot.get_updates(
+                    offset=offset,
+                    timeout=self.options.poll_timeout_seconds,
+                    allowed_updates=ALLOWED_UPDATES,
+                )
+            except Conflict:
+                self.healthy = False
+                log.error(  # noqa: TRY400 - the traceback says nothing the message does not
+                    "telegram: another process is polling this bot token (409 Conflict); "
+                    "stop it or use webhook mode. Retrying in %.0f s",
+                    pause,
+                )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 60.0)
+                continue
+            except RetryAfter as exc:
+                await asyncio.sleep(_seconds(exc))
+                continue
+            except (NetworkError, TelegramError) as exc:
+                self.healthy = False
+                log.warning("telegram: getUpdates failed (%s); retrying in %.0f s", exc, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 60.0)
+                continue
+            self.healthy = True
+            pause = 1.0
+            for update in updates:
+                try:
+                    await self.ingest(update)
+                except Exception:
+                    # Not stored: the offset stays, so Telegram hands the update over again.
+                    log.exception("telegram: update %s not stored; retrying", update.update_id)
+                    await asyncio.sleep(pause)
+                    break
+                offset = update.update_id + 1
+
+    # webhook
+    async def post_update(self, path: str, request: Request) -> Response:
+        expected = self.options.webhook_secret or ""
+        given = request.headers.get(SECRET_HEADER, "")
+        if path != self.options.webhook_path or not hmac.compare_digest(
+            given.encode(), expected.encode()
+        ):
+            return JSONResponse({"error": "unauthorized"}, status_code=401)
+        try:
+            data = json.loads(await request.body())
+            update = Update.de_json(data, self._bot)
+        except (ValueError, TypeError, KeyError):
+            return JSONResponse({"error": "not a Telegram update"}, status_code=400)
+        try:
+            await self.ingest(update)
+        except Exception:
+            log.exception("telegram: update %s not stored", update.update_id)
+            return JSONResponse({"error": "not stored; retry"}, status_code=503)
+        return JSONResponse({"ok": True})
+
+    # ingest
+    async def ingest(self, update: Update) -> None:
+        """Commit ``update`` to the inbox (or answer it directly); raise if not stored."""
+        assert self._inbox is not None
+        assert self._me is not None
+        o = self.options
+        decision = decide(
+            update,
+            self._me,
+            o.access,
+            now=self._now(),
+            max_backlog_age=o.max_backlog_age,
+            require_mention=o.require_mention,
+            handle_edits=o.handle_edits,
+        )
+        if isinstance(decision, Ignored):
+            log.debug("telegram: update %s ignored: %s", update.update_id, decision.reason)
+        elif isinstance(decision, TooOld):
+            if decision.chat_id not in self._told_backlog:
+                self._told_backlog.add(decision.chat_id)
+                age = _age_text(o.max_backlog_age)
+                await self._notice(
+                    decision.chat_id, decision.thread_id, BACKLOG_NOTICE.format(age=age)
+                )
+        elif isinstance(decision, Refused):
+            last = self._refused_at.get(decision.user_id)
+            if last is None or self._now() - last > REFUSE_AGAIN_AFTER_SECONDS:
+                self._refused_at[decision.user_id] = self._now()
+                await self._notice(decision.chat_id, decision.thread_id, REFUSAL)
+        else:
+            await self._accept(update, decision)
+
+    async def _accept(self, update: Update, incoming: Incoming) -> None:
+        assert self._inbox is not None
+        assert self._me is not None
+        attachments, notes = await self._download(incoming.files)
+        text = "\n".join(p for p in (incoming.text, *notes) if p)
+        msg = InboundMessage(
+            platform=self.name,
+            chat_id=incoming.chat_id,
+            user_id=incoming.user_id,
+            text=text or "(sent a file)",
+            platform_message_id=str(incoming.message.message_id),
+            dedup_key=f"{self._me.id}:{update.update_id}",
+            received_at=self._now(),
+            thread_id=incoming.thread_id,
+            user_name=incoming.user_name,
+            reply_to=incoming.reply_to,
+            is_group=incoming.is_group,
+            attachments=tuple(attachments),
+        )
+        accepted = await self._inbox.accept(msg)
+        if accepted.created:
+            thread = int(incoming.thread_id) if incoming.thread_id else None
+            self._tasks.spawn(
+                self._typing(accepted.item, int(incoming.chat_id), thread),
+                name=f"typing:{incoming.chat_id}",
+            )
+
+    async def _download(self, files: list[FileRef]) -> tuple[list[Attachment], list[str]]:
+        attachments: list[Attachment] = []
+        notes: list[str] = []
+        folder = self.options.cache_dir / "telegram"
+        for ref in files:
+            if ref.size is not None and ref.size > self.options.max_file_bytes:
+                notes.append(f"[{ref.name} was not read: larger than the file size limit]")
+                continue
+            try:
+                file = await self._bot.get_file(ref.file_id)
+                folder.mkdir(parents=True, exist_ok=True)
+                path = folder / _safe_name(f"{file.file_unique_id}-{ref.name}")
+                await file.download_to_drive(path)
+            except TelegramError as exc:
+                log.warning("telegram: could not download %s: %s", ref.name, exc)
+                notes.append(f"[{ref.name} could not be downloaded]")
+                continue
+            size = path.stat().st_size
+            attachments.append(Attachment(str(path), ref.mime_type, ref.name, size))
+            notes.append(f"[attached {ref.name} ({ref.mime_type}, {size:,} bytes): {path}]")
+        return attachments, notes
+
+    async def _typing(self, item: InboxItem, chat_id: int, thread: int | None) -> None:
+        """Show "typing…" until the turn for ``item`` has finished."""
+        assert self._inbox is not None
+        done = asyncio.ensure_future(asyncio.shield(self._inbox.replies(item)))
+        try:
+            while not done.done():
+                with contextlib.suppress(TelegramError):  # typing is a courtesy
+                    await self._bot.send_chat_action(
+                        chat_id, ChatAction.TYPING, message_thread_id=thread
+                    )
+                await asyncio.wait({done}, timeout=TYPING_EVERY_SECONDS)
+        finally:
+            done.cancel()
+
+    async def _notice(self, chat_id: int, thread: int | None, text: str) -> None:
+        try:
+            await self._bot.send_message(chat_id, text, message_thread_id=thread)
+        except TelegramError as exc:
+            log.warning("telegram: notice to %s not sent: %s", chat_id, exc)
+
+    # replies
+    async def send(self, msg: OutboundMessage) -> str | None:
+        """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
+        chunks = render(msg.text)
+        done = self._chunks_sent.get(msg.id, 0)
+        last: str | None = None
+        for index, chunk in enumerate(chunks):
+            if index < done:
+                continue  # sent before a failure further on: never twice
+            reply_to = msg.reply_to if index == 0 else None
+            last = await self._send_chunk(msg, chunk, reply_to)
+            self._chunks_sent[msg.id] = index + 1
+        self._chunks_sent.pop(msg.id, None)
+        return last
+
+    async def _send_chunk(self, msg: OutboundMessage, chunk: Chunk, reply_to: str | None) -> str:
+        thread = int(msg.thread_id) if msg.thread_id else None
+        reply = (
+            ReplyParameters(int(reply_to), allow_sending_without_reply=True)
+            if reply_to and reply_to.isdigit()
+            else None
+        )
+        for _attempt in range(SEND_ATTEMPTS):
+            try:
+                sent = await self._bot.send_message(
+                    int(msg.chat_id),
+                    chunk.text,
+                    entities=list(chunk.entities) or None,
+                    message_thread_id=thread,
+                    reply_parameters=reply,
+                )
+                return str(sent.message_id)
+            except RetryAfter as exc:
+                await asyncio.sleep(min(_seconds(exc), MAX_RETRY_AFTER_SECONDS))
+            except Forbidden as exc:
+                raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
+            except BadRequest as exc:
+                if chunk.entities and "entit" in exc.message.lower():
+                    log.warning("telegram: formatting rejected (%s); resending plain", exc)
+                    chunk = plain_chunk(chunk)
+                    continue
+                if thread is not None and "thread not found" in exc.message.lower():
+                    thread = None  # the topic is gone: answer in the chat itself
+                    continue
+                if "chat not found" in exc.message.lower():
+                    raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
+                raise DeliveryError(f"telegram: {exc.message}") from exc
+            except (NetworkError, TelegramError) as exc:
+                raise DeliveryError(f"telegram: {exc}") from exc
+        raise DeliveryError("telegram: still rate-limited after several waits")
+
+
+def _seconds(exc: RetryAfter) -> float:
+    """The pause a 429 names (PTB 22 warns that its type will become ``timedelta``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value: int | float | timedelta = exc.retry_after
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+def _age_text(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        hours = int(seconds // 3600)
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    return f"{int(seconds // 60)} minutes"
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:200]

@@ -1,0 +1,256 @@
+"""The Telegram adapter end to end: the real python-telegram-bot against a fake Bot API."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.telegram_server import (
+    DEFAULT_GROUP_ID,
+    DEFAULT_USER,
+    FakeTelegram,
+    group_chat,
+    make_user,
+)
+from tests.gateway_server import RunningGateway, running_gateway
+
+DM = DEFAULT_USER["id"]
+SECRET = "s3cret-webhook-token"
+
+
+@asynccontextmanager
+async def telegram_gateway(
+    home: Path, tg: FakeTelegram, model: FakeOpenAIServer, **env: str
+) -> AsyncIterator[RunningGateway]:
+    environment = {**model.gateway_env(), **tg.gateway_env(TELEGRAM_ALLOW_ALL_USERS="true")}
+    environment.update(env)
+    async with running_gateway(home, environment) as gw:
+        yield gw
+
+
+def rows(home: Path, sql: str) -> list[dict[str, Any]]:
+    with sqlite3.connect(home / "state.db") as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute(sql)]
+
+
+async def test_a_direct_conversation_with_typing_and_the_command_menu(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.private_message("hello there"))
+        [reply] = await tg.wait_sent(1)
+        tg.push_update(tg.private_message("and again"))
+        await tg.wait_sent(2)
+        actions = await tg.wait_actions(1)
+
+    assert (reply.chat_id, reply.text) == (DM, "echo: hello there")
+    assert tg.sent[1].text == "echo: and again"
+    assert actions[0].action == "typing"
+    menu = [c["command"] for c in tg.commands]
+    assert {"new", "status", "stop", "help"} <= set(menu)
+    [session] = rows(home, "SELECT session_key, turn_count FROM sessions")
+    assert session == {"session_key": f"telegram:{DM}", "turn_count": 2}
+
+
+async def test_new_in_a_dm_starts_a_fresh_session(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.private_message("first"))
+        await tg.wait_sent(1)
+        tg.push_update(tg.command_message("new", chat=None))
+        await tg.wait_sent(2)
+        tg.push_update(tg.private_message("second"))
+        await tg.wait_sent(3)
+
+    ended = rows(home, "SELECT end_reason FROM sessions ORDER BY started_at")
+    assert [r["end_reason"] for r in ended] == ["new", None]
+
+
+async def test_groups_answer_only_when_addressed_and_topics_are_threads(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.group_message("just chatting"))
+        tg.push_update(tg.group_message("what time is it?", mention=True))
+        [answer] = await tg.wait_sent(1)
+        tg.push_update(tg.group_message("thanks", reply_to_bot=True))
+        await tg.wait_sent(2)
+        forum = group_chat(-1009990001, is_forum=True, title="Forum")
+        tg.push_update(tg.topic_message("in the topic", thread_id=77, chat=forum, mention=True))
+        topic = (await tg.wait_sent(3))[2]
+        tg.push_update(tg.group_reply_with_thread("a reply", mention=True))
+        await tg.wait_sent(4)
+
+    assert answer.text.startswith("echo: @chatgate_test_bot what time is it?")
+    assert [m.text for m in tg.sent if "just chatting" in m.text] == []
+    assert topic.message_thread_id == 77
+    keys = {r["session_key"] for r in rows(home, "SELECT session_key FROM sessions")}
+    group = str(DEFAULT_GROUP_ID).replace(":", "%3A")
+    # The ordinary group's reply thread id did not split the member's session.
+    assert f"telegram:{group}:u={DM}" in keys
+    assert any(key.endswith(":77") for key in keys)
+    assert len(keys) == 2
+
+
+async def test_a_long_reply_arrives_split_in_order_and_valid(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    parts = []
+    for n in range(14):
+        parts.append(f"## Part {n}\n\nSee [the docs](https://example.com/{n}) for more.\n")
+        parts.append("```python\n" + "\n".join(f"print({n}, {i})" for i in range(40)) + "\n```\n")
+        parts.append("Some prose that explains the code above in a few words. " * 4 + "\n")
+    reply = "\n".join(parts)
+    assert len(reply) > 10_000
+    fake_openai.reply_text(reply)
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.private_message("write it all"))
+        await tg.wait_until(lambda: len(tg.sent) >= 3 and _quiet(tg))
+        sent = list(tg.sent)
+
+    assert len(sent) >= 3
+    assert all(len(m.text.encode("utf-16-le")) // 2 <= 4096 for m in sent)
+    joined = "".join(m.text for m in sent)
+    assert joined.index("Part 0") < joined.index("Part 5") < joined.index("Part 13")
+    assert all(m.entities for m in sent)  # formatted, not plain: the fake accepted them
+
+
+def _quiet(tg: FakeTelegram) -> bool:
+    return "Part 13" in "".join(m.text for m in tg.sent)
+
+
+async def test_rate_limits_are_waited_out_and_a_blocked_user_is_not_retried(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.fail("sendMessage", status=429, retry_after=1)
+        started = time.monotonic()
+        tg.push_update(tg.private_message("hi"))
+        [reply] = await tg.wait_sent(1)
+        waited = time.monotonic() - started
+        blocked = make_user(7770001, first_name="Bo", username="bo")
+        tg.block_chat(blocked["id"])
+        tg.push_update(tg.private_message("are you there?", user=blocked))
+        await until(lambda: bool(rows(home, "SELECT 1 FROM outbox WHERE status = 'failed'")))
+
+    assert reply.text == "echo: hi"
+    assert waited >= 1.0  # the Retry-After was honoured
+    [failed] = rows(home, "SELECT chat_id, error FROM outbox WHERE status = 'failed'")
+    assert failed["chat_id"] == str(blocked["id"])
+    assert "blocked" in failed["error"]
+
+
+async def test_updates_queued_while_down_are_answered_once_and_stale_ones_skipped(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg:
+        stale = make_user(7770002, first_name="Cy", username="cy")
+        tg.push_update(tg.private_message("old news", user=stale, date=int(time.time()) - 7200))
+        tg.push_update(tg.private_message("one"))
+        tg.push_update(tg.private_message("two"))
+        async with telegram_gateway(home, tg, fake_openai):
+            await tg.wait_until(lambda: len(tg.sent) >= 3)
+        async with telegram_gateway(home, tg, fake_openai):
+            tg.push_update(tg.private_message("three"))
+            await tg.wait_until(lambda: any(m.text == "echo: three" for m in tg.sent))
+
+    texts = [m.text for m in tg.sent]
+    assert texts.count("echo: one") == 1
+    assert texts.count("echo: two") == 1
+    assert [t for t in texts if "old news" in t] == []
+    notices = [m for m in tg.sent if m.chat_id == stale["id"]]
+    assert len(notices) == 1
+    assert "skipped" in notices[0].text
+
+
+async def test_someone_not_allowed_gets_one_refusal_and_the_model_nothing(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    env = {"TELEGRAM_ALLOW_ALL_USERS": "", "TELEGRAM_ALLOWED_USERS": "@friend"}
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai, **env):
+        tg.push_update(tg.private_message("let me in"))
+        tg.push_update(tg.private_message("please"))
+        friend = make_user(7770003, first_name="Fr", username="friend")
+        tg.push_update(tg.private_message("hi, it's me", user=friend))
+        await tg.wait_until(lambda: any(m.chat_id == friend["id"] for m in tg.sent))
+
+    refusals = [m for m in tg.sent if m.chat_id == DM]
+    assert len(refusals) == 1
+    assert "allowed" in refusals[0].text
+    assert len(fake_openai.requests) == 1  # only the friend's message reached the model
+
+
+async def test_webhook_mode_checks_the_secret_and_ignores_a_duplicate_update(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    env = {
+        "CHATGATE_TELEGRAM_MODE": "webhook",
+        "CHATGATE_TELEGRAM_WEBHOOK_URL": "https://bot.example.test/telegram/updates",
+        "CHATGATE_TELEGRAM_WEBHOOK_SECRET": SECRET,
+    }
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai, **env) as gw:
+        assert tg.webhook.url == "https://bot.example.test/telegram/updates"
+        assert tg.webhook.secret_token == SECRET
+        url = f"{gw.base_url}/telegram/updates"
+        bad = await tg.deliver_webhook(tg.private_message("sneaky"), url=url, secret_token="nope")
+        update = {**tg.private_message("hello via webhook"), "update_id": 900_001}
+        first = await tg.deliver_webhook(update, url=url)
+        again = await gw.client.post(  # Telegram redelivers the same update
+            "/telegram/updates", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": SECRET}
+        )
+        await tg.wait_sent(1)
+        await gw.gateway.conversations.router.until_idle(f"telegram:{DM}")
+
+    assert bad.status_code == 401
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert [m.text for m in tg.sent] == ["echo: hello via webhook"]
+    assert len(fake_openai.requests) == 1
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Wait (bounded) for state the gateway writes to its SessionDB."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling rows another task writes
+
+
+async def test_a_second_poller_is_reported_and_retried_not_spun_on(
+    home: Path, fake_openai: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FakeTelegram() as tg:
+        tg.fail("getUpdates", status=409, times=2)
+        tg.push_update(tg.private_message("still there?"))
+        async with telegram_gateway(home, tg, fake_openai):
+            [reply] = await tg.wait_sent(1)
+
+    assert reply.text == "echo: still there?"
+    conflicts = [r for r in caplog.records if "409 Conflict" in r.getMessage()]
+    assert len(conflicts) == 2  # each reported once, then retried after a pause
+    assert tg.calls.count("getUpdates") >= 3
+
+
+async def test_a_photo_with_a_caption_reaches_the_turn_as_an_attachment(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.photo_message(b"\x89PNG picture bytes", caption="what is this?"))
+        [reply] = await tg.wait_sent(1)
+
+    user_text = fake_openai.requests[0]["messages"][-1]["content"]
+    assert user_text.startswith("what is this?")
+    assert "image/jpeg" in user_text
+    saved = list((home / "cache" / "telegram").iterdir())
+    assert [p.read_bytes() for p in saved] == [b"\x89PNG picture bytes"]
+    assert reply.text.startswith("echo: what is this?")
