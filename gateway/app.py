@@ -128,7 +128,7 @@ def _add_health_routes(app: FastAPI) -> None:
 
     @app.get("/readyz", tags=["health"])
     async def readyz(gateway: GatewayDep) -> JSONResponse:
-        """The SessionDB answers and every adapter has started."""
+        """The SessionDB answers and every adapter has started and is healthy."""
         if not gateway.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         try:
@@ -136,6 +136,12 @@ def _add_health_routes(app: FastAPI) -> None:
         except StoreError as exc:
             log.warning("readiness check failed: %s", exc.__class__.__name__)
             return JSONResponse({"status": "database unreachable"}, status_code=503)
+        unhealthy = sorted(
+            name for name, a in gateway.adapters.items() if not getattr(a, "healthy", True)
+        )
+        if unhealthy:
+            body = {"status": "adapter unhealthy", "unhealthy": unhealthy}
+            return JSONResponse(body, status_code=503)
         return JSONResponse({"status": "ready", "adapters": sorted(gateway.adapters)})
 
     @app.get("/metrics", tags=["health"])

@@ -105,4 +105,16 @@ cron:
   max_jobs_per_chat: 50
   concurrency: 2           # runs at once
   timezone: UTC            # for cron expressions and ISO times without an offset
+
+telegram:                  # on when TELEGRAM_BOT_TOKEN is set
+  mode: polling            # or webhook (needs webhook_url and CHATGATE_TELEGRAM_WEBHOOK_SECRET)
+  webhook_url: ""          # https://your.host/telegram/updates
+  webhook_path: updates
+  allowed_users: []        # ids or @usernames (TELEGRAM_ALLOWED_USERS)
+  allowed_chats: []        # chat ids (TELEGRAM_ALLOWED_CHATS)
+  allow_all_users: false   # TELEGRAM_ALLOW_ALL_USERS=true admits everyone
+  require_mention: true    # in groups: answer when mentioned, replied to or /cmd@bot
+  handle_edits: false
+  max_backlog_age: 3600    # seconds; older queued updates are skipped with one notice
+  max_file_bytes: 20000000
 """

@@ -17,6 +17,7 @@ from tests.fakes.telegram_server import (
     DEFAULT_GROUP_ID,
     DEFAULT_USER,
     FakeTelegram,
+    edited,
     group_chat,
     make_user,
 )
@@ -254,3 +255,63 @@ async def test_a_photo_with_a_caption_reaches_the_turn_as_an_attachment(
     saved = list((home / "cache" / "telegram").iterdir())
     assert [p.read_bytes() for p in saved] == [b"\x89PNG picture bytes"]
     assert reply.text.startswith("echo: what is this?")
+
+
+async def test_a_transient_send_failure_is_retried_from_the_outbox(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.fail("sendMessage", status=502)
+        tg.push_update(tg.private_message("are you up?"))
+        [reply] = await tg.wait_sent(1)
+        await until(lambda: bool(rows(home, "SELECT 1 FROM outbox WHERE status = 'delivered'")))
+
+    assert reply.text == "echo: are you up?"
+    assert tg.calls.count("sendMessage") == 2  # the failed try, then the retry
+
+
+async def test_commands_addressed_to_the_bot_in_a_group_and_oversized_files(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    (home / "config.yaml").write_text("telegram:\n  max_file_bytes: 1000\n")
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.command_message("status", chat=group_chat()))
+        [status] = await tg.wait_sent(1)
+        big = tg.document_message(b"x" * 5000, file_name="big.log", caption="see the log")
+        tg.push_update(big)
+        [_, reply] = await tg.wait_sent(2)
+
+    assert "Session" in status.text or "session" in status.text
+    assert len(fake_openai.requests) == 1  # /status is a command, not a model turn
+    sent_text = fake_openai.requests[0]["messages"][-1]["content"]
+    assert "big.log was not read" in sent_text
+    assert not (home / "cache" / "telegram").exists()
+    assert reply.text.startswith("echo: see the log")
+
+
+async def test_edits_are_ignored_unless_asked_for(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(edited(tg.private_message("typo fixed")))
+        tg.push_update(tg.private_message("next"))
+        await tg.wait_sent(1)
+    assert [m.text for m in tg.sent] == ["echo: next"]
+
+    (home / "config.yaml").write_text("telegram:\n  handle_edits: true\n")
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(edited(tg.private_message("typo fixed")))
+        await tg.wait_sent(1)
+    assert [m.text for m in tg.sent] == ["echo: typo fixed"]
+
+
+async def test_readiness_reports_the_adapter_while_telegram_refuses_polling(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeTelegram() as tg:
+        tg.fail("getUpdates", status=409, times=50)
+        async with telegram_gateway(home, tg, fake_openai) as gw:
+            await tg.wait_call("getUpdates", 2)
+            sick = await gw.client.get("/readyz")
+    assert sick.status_code == 503
+    assert sick.json() == {"status": "adapter unhealthy", "unhealthy": ["telegram"]}
