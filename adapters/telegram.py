@@ -37,6 +37,7 @@ from telegram import Bot, BotCommand, ReplyParameters, Update
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
+    ChatMigrated,
     Conflict,
     Forbidden,
     InvalidToken,
@@ -80,6 +81,7 @@ BACKLOG_NOTICE = (
     "Please send again anything that still needs an answer."
 )
 REFUSE_AGAIN_AFTER_SECONDS = 3600.0
+MAX_REMEMBERED_REFUSALS = 10_000
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 
 
@@ -125,6 +127,8 @@ class TelegramAdapter:
         self._told_backlog: set[int] = set()
         self._refused_at: dict[str, float] = {}
         self._chunks_sent: dict[int, int] = {}
+        # Chats whose person blocked the bot: not tried again until they write again.
+        self._unreachable: set[str] = set()
         self.healthy = False
 
     # lifecycle
@@ -206,17 +210,22 @@ class TelegramAdapter:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 60.0)
                 continue
-            self.healthy = True
-            pause = 1.0
+            stored_all = True
             for update in updates:
                 try:
                     await self.ingest(update)
                 except Exception:
                     # Not stored: the offset stays, so Telegram hands the update over again.
                     log.exception("telegram: update %s not stored; retrying", update.update_id)
-                    await asyncio.sleep(pause)
+                    stored_all = False
                     break
                 offset = update.update_id + 1
+            self.healthy = stored_all
+            if stored_all:
+                pause = 1.0
+            else:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 60.0)
 
     # webhook
     async def post_update(self, path: str, request: Request) -> Response:
@@ -265,10 +274,20 @@ class TelegramAdapter:
         elif isinstance(decision, Refused):
             last = self._refused_at.get(decision.user_id)
             if last is None or self._now() - last > REFUSE_AGAIN_AFTER_SECONDS:
-                self._refused_at[decision.user_id] = self._now()
+                self._remember_refusal(decision.user_id)
                 await self._notice(decision.chat_id, decision.thread_id, REFUSAL)
         else:
             await self._accept(update, decision)
+
+    def _remember_refusal(self, user_id: str) -> None:
+        """Note a refusal; strangers writing to a public bot must not grow memory forever."""
+        now = self._now()
+        if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
+            cutoff = now - REFUSE_AGAIN_AFTER_SECONDS
+            self._refused_at = {u: t for u, t in self._refused_at.items() if t > cutoff}
+            if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
+                self._refused_at.clear()
+        self._refused_at[user_id] = now
 
     async def _accept(self, update: Update, incoming: Incoming) -> None:
         assert self._inbox is not None
@@ -290,6 +309,7 @@ class TelegramAdapter:
             attachments=tuple(attachments),
         )
         accepted = await self._inbox.accept(msg)
+        self._unreachable.discard(incoming.chat_id)  # they wrote: they unblocked us
         if accepted.created:
             thread = int(incoming.thread_id) if incoming.thread_id else None
             self._tasks.spawn(
@@ -310,7 +330,7 @@ class TelegramAdapter:
                 folder.mkdir(parents=True, exist_ok=True)
                 path = folder / _safe_name(f"{file.file_unique_id}-{ref.name}")
                 await file.download_to_drive(path)
-            except TelegramError as exc:
+            except (TelegramError, OSError) as exc:
                 log.warning("telegram: could not download %s: %s", ref.name, exc)
                 notes.append(f"[{ref.name} could not be downloaded]")
                 continue
@@ -342,6 +362,8 @@ class TelegramAdapter:
     # replies
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
+        if msg.chat_id in self._unreachable:
+            raise Undeliverable(f"telegram chat {msg.chat_id}: the bot was blocked")
         chunks = render(msg.text)
         done = self._chunks_sent.get(msg.id, 0)
         last: str | None = None
@@ -374,7 +396,12 @@ class TelegramAdapter:
             except RetryAfter as exc:
                 await asyncio.sleep(min(_seconds(exc), MAX_RETRY_AFTER_SECONDS))
             except Forbidden as exc:
+                self._unreachable.add(msg.chat_id)
                 raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
+            except ChatMigrated as exc:
+                raise Undeliverable(
+                    f"telegram chat {msg.chat_id} became supergroup {exc.new_chat_id}"
+                ) from exc
             except BadRequest as exc:
                 if chunk.entities and "entit" in exc.message.lower():
                     log.warning("telegram: formatting rejected (%s); resending plain", exc)
@@ -383,9 +410,9 @@ class TelegramAdapter:
                 if thread is not None and "thread not found" in exc.message.lower():
                     thread = None  # the topic is gone: answer in the chat itself
                     continue
-                if "chat not found" in exc.message.lower():
-                    raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
-                raise DeliveryError(f"telegram: {exc.message}") from exc
+                # Anything else Telegram calls a bad request will not get better by retrying
+                # (no rights to write, topic closed, chat not found).
+                raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
             except (NetworkError, TelegramError) as exc:
                 raise DeliveryError(f"telegram: {exc}") from exc
         raise DeliveryError("telegram: still rate-limited after several waits")

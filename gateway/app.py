@@ -49,7 +49,7 @@ def telegram_options(settings: Settings) -> TelegramOptions:
     return TelegramOptions(
         token=t.bot_token.get_secret_value(),
         base_url=t.base_url,
-        base_file_url=t.base_file_url,
+        base_file_url=t.file_url,
         mode=t.mode,
         webhook_url=t.webhook_url,
         webhook_secret=t.webhook_secret.get_secret_value() if t.webhook_secret else None,

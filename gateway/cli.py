@@ -44,6 +44,9 @@ def _configure_logging(settings: Settings) -> None:
         level=settings.server.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token.
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.root.level))
 
 
 @app.command()

@@ -224,6 +224,15 @@ class TelegramSettings(_Section):
     def enabled(self) -> bool:
         return self.bot_token is not None and bool(self.bot_token.get_secret_value())
 
+    @property
+    def file_url(self) -> str:
+        """``base_file_url``, or the one beside a custom ``base_url`` (``.../file/bot``)."""
+        default = TelegramSettings.model_fields["base_file_url"].default
+        custom_api = self.base_url != TelegramSettings.model_fields["base_url"].default
+        if self.base_file_url == default and custom_api and self.base_url.endswith("/bot"):
+            return self.base_url[: -len("/bot")] + "/file/bot"
+        return self.base_file_url
+
 
 class Settings(_Section):
     """The whole configuration of one chatgate profile."""
@@ -350,6 +359,12 @@ def _check_telegram(t: TelegramSettings) -> None:
         return
     if not t.webhook_url:
         raise ConfigError("telegram.webhook_url", "required in webhook mode")
+    if not t.webhook_url.rstrip("/").endswith(f"/telegram/{t.webhook_path}"):
+        raise ConfigError(
+            "telegram.webhook_url",
+            f"must end in /telegram/{t.webhook_path} (telegram.webhook_path), where the "
+            "gateway receives updates",
+        )
     if t.webhook_secret is None or not t.webhook_secret.get_secret_value():
         raise ConfigError(
             "telegram.webhook_secret",

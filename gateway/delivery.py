@@ -27,11 +27,17 @@ RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
 
 
+PAGE = 100
+
+
 class PushDelivery:
+    """One sender per platform at a time, always in outbox order (see module docstring)."""
+
     def __init__(self, db: SessionDB, adapters: Mapping[str, Adapter], clock: Clock) -> None:
         self._db = db
         self._adapters = {name: a for name, a in adapters.items() if a.push}
         self._clock = clock
+        self._locks = {name: asyncio.Lock() for name in self._adapters}
         self._retrying: set[str] = set()
         self._tasks = TaskSet("delivery")
 
@@ -39,40 +45,66 @@ class PushDelivery:
         await self._tasks.close()
 
     async def deliver(self, replies: list[OutboundMessage]) -> bool:
-        """Send ``replies`` in order; False when one must be retried later."""
-        sent: list[int] = []
-        platform_ids: list[str | None] = []
+        """Send fresh ``replies``; False when some wait in the outbox for a retry."""
         complete = True
-        for reply in replies:
-            adapter = self._adapters.get(reply.platform)
-            if adapter is None:
-                continue
-            try:
-                platform_ids.append(await adapter.send(reply))
-            except Undeliverable as exc:
-                log.warning(
-                    "reply %s to %s can never be delivered: %s", reply.id, reply.platform, exc
-                )
-                await self._db.mark_failed([reply.id], str(exc))
-                continue
-            except (ChatgateError, OSError) as exc:
-                log.warning("reply %s to %s not sent yet: %s", reply.id, reply.platform, exc)
-                self._retry_later(reply.platform)
-                complete = False
-                break  # keep order: later replies wait for this one
-            sent.append(reply.id)
-        if sent:
-            await self._db.mark_delivered(sent, self._clock.now(), platform_ids)
+        for platform in {r.platform for r in replies if r.platform in self._adapters}:
+            mine = [r for r in replies if r.platform == platform]
+            async with self._locks[platform]:
+                if platform in self._retrying:
+                    # Older replies wait in the outbox: the retry sends these after them.
+                    complete = False
+                elif not await self._send(platform, mine):
+                    complete = False
         return complete
 
     async def resend_pending(self) -> int:
-        """Send replies committed before a restart but never delivered."""
+        """Send replies committed before a restart but never delivered (all of them)."""
         count = 0
         for platform in self._adapters:
-            pending = await self._db.pending_replies(platform)
-            await self.deliver(pending)
-            count += len(pending)
+            async with self._locks[platform]:
+                count += await self._drain(platform)
         return count
+
+    async def _drain(self, platform: str) -> int:
+        """Send the platform's pending replies page by page; schedule a retry if one fails."""
+        count, after = 0, 0
+        while True:
+            page = [r for r in await self._db.pending_replies(platform, PAGE * 2) if r.id > after]
+            page = page[:PAGE]
+            if not page:
+                return count
+            count += len(page)
+            await self._send(platform, page)
+            after = page[-1].id
+            if len(page) < PAGE:
+                return count
+
+    async def _send(self, platform: str, replies: list[OutboundMessage]) -> bool:
+        """Send in order; a chat whose reply fails keeps its later replies back."""
+        adapter = self._adapters[platform]
+        sent: list[int] = []
+        platform_ids: list[str | None] = []
+        held: set[tuple[str, str | None]] = set()
+        for reply in replies:
+            chat = (reply.chat_id, reply.thread_id)
+            if chat in held:
+                continue  # keep this chat's order: it waits for the failed one
+            try:
+                platform_ids.append(await adapter.send(reply))
+            except Undeliverable as exc:
+                log.warning("reply %s to %s can never be delivered: %s", reply.id, platform, exc)
+                await self._db.mark_failed([reply.id], str(exc))
+                continue
+            except (ChatgateError, OSError) as exc:
+                log.warning("reply %s to %s not sent yet: %s", reply.id, platform, exc)
+                held.add(chat)
+                continue
+            sent.append(reply.id)
+        if sent:
+            await self._db.mark_delivered(sent, self._clock.now(), platform_ids)
+        if held:
+            self._retry_later(platform)
+        return not held
 
     def _retry_later(self, platform: str) -> None:
         if platform not in self._retrying:
@@ -80,14 +112,22 @@ class PushDelivery:
             self._tasks.spawn(self._retry(platform), name=f"retry:{platform}")
 
     async def _retry(self, platform: str) -> None:
-        """Resend ``platform``'s pending replies from the outbox, backing off, until done."""
+        """Resend ``platform``'s pending replies from the outbox, backing off, until none
+        is left (replies committed meanwhile are left to this loop, in order)."""
         pause = RETRY_FIRST_SECONDS
         try:
             while True:
                 await asyncio.sleep(pause)  # backoff between attempts
-                pending = await self._db.pending_replies(platform)
-                if not pending or await self.deliver(pending):
-                    return
-                pause = min(pause * 2, RETRY_MAX_SECONDS)
+                async with self._locks[platform]:
+                    pending = await self._db.pending_replies(platform, PAGE)
+                    if not pending:
+                        self._retrying.discard(platform)
+                        return
+                    delivered = await self._send(platform, pending)
+                pause = (
+                    0.0
+                    if delivered
+                    else min(max(pause * 2, RETRY_FIRST_SECONDS), RETRY_MAX_SECONDS)
+                )
         finally:
             self._retrying.discard(platform)

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from core.errors import ConfigError
+from gateway.config import load_settings
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import (
     DEFAULT_GROUP_ID,
@@ -32,6 +34,7 @@ async def telegram_gateway(
     home: Path, tg: FakeTelegram, model: FakeOpenAIServer, **env: str
 ) -> AsyncIterator[RunningGateway]:
     environment = {**model.gateway_env(), **tg.gateway_env(TELEGRAM_ALLOW_ALL_USERS="true")}
+    environment.pop("CHATGATE_TELEGRAM_BASE_FILE_URL")  # derived from the API's base URL
     environment.update(env)
     async with running_gateway(home, environment) as gw:
         yield gw
@@ -315,3 +318,50 @@ async def test_readiness_reports_the_adapter_while_telegram_refuses_polling(
             sick = await gw.client.get("/readyz")
     assert sick.status_code == 503
     assert sick.json() == {"status": "adapter unhealthy", "unhealthy": ["telegram"]}
+
+
+async def test_a_chunk_whose_formatting_telegram_rejects_is_resent_plain(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.reply_text("Use **bold** and `code`.")
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.fail("sendMessage", status=400, description="Bad Request: can't parse entities")
+        tg.push_update(tg.private_message("format it"))
+        [reply] = await tg.wait_sent(1)
+
+    assert reply.text == "Use bold and code."
+    assert reply.entities is None  # the second try went without entities
+    assert tg.calls.count("sendMessage") == 2
+
+
+async def test_after_a_failed_send_replies_keep_their_order_and_none_is_sent_twice(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    other = make_user(7770004, first_name="Di", username="di")
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.fail("sendMessage", status=502)
+        tg.push_update(tg.private_message("first"))
+        await tg.wait_call("sendMessage", 1)
+        tg.push_update(tg.private_message("second"))
+        tg.push_update(tg.private_message("hello", user=other))
+        await tg.wait_sent(3)
+        await until(lambda: not rows(home, "SELECT 1 FROM outbox WHERE status = 'pending'"))
+
+    assert [m.text for m in tg.sent_to(DM)] == ["echo: first", "echo: second"]
+    assert [m.text for m in tg.sent_to(other["id"])] == ["echo: hello"]
+    assert len(tg.sent) == 3
+
+
+def test_a_webhook_url_that_does_not_reach_the_route_is_refused_at_start(home: Path) -> None:
+    env = {
+        "TELEGRAM_BOT_TOKEN": "1:x",
+        "CHATGATE_TELEGRAM_MODE": "webhook",
+        "CHATGATE_TELEGRAM_WEBHOOK_URL": "https://bot.example.test/hook",
+        "CHATGATE_TELEGRAM_WEBHOOK_SECRET": SECRET,
+    }
+    with pytest.raises(ConfigError, match="must end in /telegram/updates"):
+        load_settings(home, env)
+    del env["CHATGATE_TELEGRAM_WEBHOOK_SECRET"]
+    env["CHATGATE_TELEGRAM_WEBHOOK_URL"] = "https://bot.example.test/telegram/updates"
+    with pytest.raises(ConfigError, match="webhook_secret"):
+        load_settings(home, env)
