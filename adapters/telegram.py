@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -129,6 +130,7 @@ class TelegramAdapter:
         self._chunks_sent: dict[int, int] = {}
         # Chats whose person blocked the bot: not tried again until they write again.
         self._unreachable: set[str] = set()
+        self._typing: dict[tuple[int, int | None], set[asyncio.Future[Any]]] = {}
         self.healthy = False
 
     # lifecycle
@@ -140,11 +142,34 @@ class TelegramAdapter:
             )
 
     async def start(self, inbox: Inbox) -> None:
+        """Connect and begin receiving; if Telegram cannot be reached, keep trying in the
+        background so the rest of the gateway starts (``healthy`` stays False meanwhile).
+        A token Telegram rejects stops start-up."""
         self._inbox = inbox
         try:
-            await self._bot.initialize()
+            await self._connect(inbox)
         except InvalidToken as exc:
             raise ConfigError("telegram.bot_token", "Telegram rejected the token") from exc
+        except (NetworkError, TelegramError) as exc:
+            log.warning("telegram: cannot reach the Bot API (%s); retrying in the background", exc)
+            self._tasks.spawn(self._connect_later(inbox), name="connect")
+
+    async def _connect_later(self, inbox: Inbox) -> None:
+        pause = 2.0
+        while True:
+            await asyncio.sleep(pause)  # backoff between connection attempts
+            try:
+                await self._connect(inbox)
+                return
+            except InvalidToken:
+                log.error("telegram: the bot token was rejected; the adapter stays off")  # noqa: TRY400
+                return
+            except (NetworkError, TelegramError) as exc:
+                log.warning("telegram: still cannot reach the Bot API: %s", exc)
+                pause = min(pause * 2, 60.0)
+
+    async def _connect(self, inbox: Inbox) -> None:
+        await self._bot.initialize()
         self._me = BotIdentity(self._bot.id, self._bot.username)
         log.info("telegram: connected as @%s (%s mode)", self._me.username, self.options.mode)
         await self._register_commands(inbox.command_menu())
@@ -312,10 +337,7 @@ class TelegramAdapter:
         self._unreachable.discard(incoming.chat_id)  # they wrote: they unblocked us
         if accepted.created:
             thread = int(incoming.thread_id) if incoming.thread_id else None
-            self._tasks.spawn(
-                self._typing(accepted.item, int(incoming.chat_id), thread),
-                name=f"typing:{incoming.chat_id}",
-            )
+            self._show_typing(accepted.item, int(incoming.chat_id), thread)
 
     async def _download(self, files: list[FileRef]) -> tuple[list[Attachment], list[str]]:
         attachments: list[Attachment] = []
@@ -339,19 +361,34 @@ class TelegramAdapter:
             notes.append(f"[attached {ref.name} ({ref.mime_type}, {size:,} bytes): {path}]")
         return attachments, notes
 
-    async def _typing(self, item: InboxItem, chat_id: int, thread: int | None) -> None:
-        """Show "typing…" until the turn for ``item`` has finished."""
+    def _show_typing(self, item: InboxItem, chat_id: int, thread: int | None) -> None:
+        """Show "typing…" until ``item``'s turn is done: one loop per chat and topic,
+        however many messages wait there, so typing never adds to a rate limit."""
         assert self._inbox is not None
-        done = asyncio.ensure_future(asyncio.shield(self._inbox.replies(item)))
+        key = (chat_id, thread)
+        turn = asyncio.ensure_future(asyncio.shield(self._inbox.replies(item)))
+        waiting = self._typing.setdefault(key, set())
+        waiting.add(turn)
+        if len(waiting) == 1:
+            self._tasks.spawn(self._typing_loop(key), name=f"typing:{chat_id}")
+
+    async def _typing_loop(self, key: tuple[int, int | None]) -> None:
+        chat_id, thread = key
         try:
-            while not done.done():
+            while True:
+                waiting = {t for t in self._typing.get(key, set()) if not t.done()}
+                if not waiting:
+                    self._typing.pop(key, None)  # no await since the check: nothing is lost
+                    return
+                self._typing[key] = waiting
                 with contextlib.suppress(TelegramError):  # typing is a courtesy
                     await self._bot.send_chat_action(
                         chat_id, ChatAction.TYPING, message_thread_id=thread
                     )
-                await asyncio.wait({done}, timeout=TYPING_EVERY_SECONDS)
+                await asyncio.wait(waiting, timeout=TYPING_EVERY_SECONDS)
         finally:
-            done.cancel()
+            for turn in self._typing.pop(key, set()):
+                turn.cancel()
 
     async def _notice(self, chat_id: int, thread: int | None, text: str) -> None:
         try:

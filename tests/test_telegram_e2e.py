@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
@@ -365,3 +366,23 @@ def test_a_webhook_url_that_does_not_reach_the_route_is_refused_at_start(home: P
     env["CHATGATE_TELEGRAM_WEBHOOK_URL"] = "https://bot.example.test/telegram/updates"
     with pytest.raises(ConfigError, match="webhook_secret"):
         load_settings(home, env)
+
+
+async def test_the_gateway_starts_while_telegram_is_unreachable(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **fake_openai.gateway_env(),
+        "TELEGRAM_BOT_TOKEN": "123:abc",
+        "CHATGATE_TELEGRAM_BASE_URL": f"http://127.0.0.1:{port}/bot",
+    }
+    async with running_gateway(home, env) as gw:
+        answered = await gw.say("the webhook still works")
+        ready = await gw.client.get("/readyz")
+
+    assert answered.json()["replies"] == [{"text": "echo: the webhook still works"}]
+    assert ready.status_code == 503
+    assert ready.json()["unhealthy"] == ["telegram"]
