@@ -44,8 +44,9 @@ def _configure_logging(settings: Settings) -> None:
         level=settings.server.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token.
-    for noisy in ("httpx", "httpcore"):
+    # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token;
+    # APScheduler logs each periodic check twice at INFO.
+    for noisy in ("httpx", "httpcore", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.root.level))
 
 
