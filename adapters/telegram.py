@@ -349,9 +349,13 @@ class TelegramAdapter:
                 continue
             try:
                 file = await self._bot.get_file(ref.file_id)
-                folder.mkdir(parents=True, exist_ok=True)
+                if file.file_size is not None and file.file_size > self.options.max_file_bytes:
+                    notes.append(f"[{ref.name} was not read: larger than the file size limit]")
+                    continue
+                data = await file.download_as_bytearray()
                 path = folder / _safe_name(f"{file.file_unique_id}-{ref.name}")
-                await file.download_to_drive(path)
+                # Disk writes off the event loop: a big file must not stall every chat.
+                await asyncio.to_thread(_write_file, path, bytes(data))
             except (TelegramError, OSError) as exc:
                 log.warning("telegram: could not download %s: %s", ref.name, exc)
                 notes.append(f"[{ref.name} could not be downloaded]")
@@ -470,6 +474,11 @@ def _age_text(seconds: float) -> str:
         hours = int(seconds // 3600)
         return f"{hours} hour{'s' if hours != 1 else ''}"
     return f"{int(seconds // 60)} minutes"
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 def _safe_name(name: str) -> str:
