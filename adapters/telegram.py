@@ -25,31 +25,25 @@ import json
 import logging
 import re
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from telegram import Bot, BotCommand, ReplyParameters, Update
+from telegram import Bot, BotCommand, Update
 from telegram.constants import ChatAction
 from telegram.error import (
-    BadRequest,
-    ChatMigrated,
     Conflict,
-    Forbidden,
     InvalidToken,
     NetworkError,
     RetryAfter,
     TelegramError,
 )
 from telegram.request import HTTPXRequest
-from telegram.warnings import PTBDeprecationWarning
 
-from adapters.telegram_format import Chunk, plain_chunk, render
+from adapters.telegram_send import ReplySender, retry_seconds
 from adapters.telegram_updates import (
     Access,
     BotIdentity,
@@ -60,7 +54,7 @@ from adapters.telegram_updates import (
     TooOld,
     decide,
 )
-from core.errors import ConfigError, DeliveryError, Undeliverable
+from core.errors import ConfigError
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage, OutboundMessage
 from core.store.records import InboxItem
@@ -71,8 +65,6 @@ log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ["message", "edited_message"]
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 TYPING_EVERY_SECONDS = 4.0
-SEND_ATTEMPTS = 5
-MAX_RETRY_AFTER_SECONDS = 300.0
 REFUSAL = (
     "Sorry, I can only talk with people this bot's owner has allowed. "
     "Ask them to add you (telegram.allowed_users)."
@@ -127,9 +119,7 @@ class TelegramAdapter:
         self._tasks = TaskSet("telegram")
         self._told_backlog: set[int] = set()
         self._refused_at: dict[str, float] = {}
-        self._chunks_sent: dict[int, int] = {}
-        # Chats whose person blocked the bot: not tried again until they write again.
-        self._unreachable: set[str] = set()
+        self._replies = ReplySender(self._bot)
         self._typing: dict[tuple[int, int | None], set[asyncio.Future[Any]]] = {}
         self.healthy = False
 
@@ -227,7 +217,7 @@ class TelegramAdapter:
                 pause = min(pause * 2, 60.0)
                 continue
             except RetryAfter as exc:
-                await asyncio.sleep(_seconds(exc))
+                await asyncio.sleep(retry_seconds(exc))
                 continue
             except (NetworkError, TelegramError) as exc:
                 self.healthy = False
@@ -334,7 +324,7 @@ class TelegramAdapter:
             attachments=tuple(attachments),
         )
         accepted = await self._inbox.accept(msg)
-        self._unreachable.discard(incoming.chat_id)  # they wrote: they unblocked us
+        self._replies.reachable_again(incoming.chat_id)  # they wrote: they unblocked us
         if accepted.created:
             thread = int(incoming.thread_id) if incoming.thread_id else None
             self._show_typing(accepted.item, int(incoming.chat_id), thread)
@@ -403,70 +393,7 @@ class TelegramAdapter:
     # replies
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
-        if msg.chat_id in self._unreachable:
-            raise Undeliverable(f"telegram chat {msg.chat_id}: the bot was blocked")
-        chunks = render(msg.text)
-        done = self._chunks_sent.get(msg.id, 0)
-        last: str | None = None
-        for index, chunk in enumerate(chunks):
-            if index < done:
-                continue  # sent before a failure further on: never twice
-            reply_to = msg.reply_to if index == 0 else None
-            last = await self._send_chunk(msg, chunk, reply_to)
-            self._chunks_sent[msg.id] = index + 1
-        self._chunks_sent.pop(msg.id, None)
-        return last
-
-    async def _send_chunk(self, msg: OutboundMessage, chunk: Chunk, reply_to: str | None) -> str:
-        thread = int(msg.thread_id) if msg.thread_id else None
-        reply = (
-            ReplyParameters(int(reply_to), allow_sending_without_reply=True)
-            if reply_to and reply_to.isdigit()
-            else None
-        )
-        for _attempt in range(SEND_ATTEMPTS):
-            try:
-                sent = await self._bot.send_message(
-                    int(msg.chat_id),
-                    chunk.text,
-                    entities=list(chunk.entities) or None,
-                    message_thread_id=thread,
-                    reply_parameters=reply,
-                )
-                return str(sent.message_id)
-            except RetryAfter as exc:
-                await asyncio.sleep(min(_seconds(exc), MAX_RETRY_AFTER_SECONDS))
-            except Forbidden as exc:
-                self._unreachable.add(msg.chat_id)
-                raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
-            except ChatMigrated as exc:
-                raise Undeliverable(
-                    f"telegram chat {msg.chat_id} became supergroup {exc.new_chat_id}"
-                ) from exc
-            except BadRequest as exc:
-                if chunk.entities and "entit" in exc.message.lower():
-                    log.warning("telegram: formatting rejected (%s); resending plain", exc)
-                    chunk = plain_chunk(chunk)
-                    continue
-                if thread is not None and "thread not found" in exc.message.lower():
-                    thread = None  # the topic is gone: answer in the chat itself
-                    continue
-                # Anything else Telegram calls a bad request will not get better by retrying
-                # (no rights to write, topic closed, chat not found).
-                raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
-            except (NetworkError, TelegramError) as exc:
-                raise DeliveryError(f"telegram: {exc}") from exc
-        raise DeliveryError("telegram: still rate-limited after several waits")
-
-
-def _seconds(exc: RetryAfter) -> float:
-    """The pause a 429 names (PTB 22 warns that its type will become ``timedelta``)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value: int | float | timedelta = exc.retry_after
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)
+        return await self._replies.send(msg)
 
 
 def _age_text(seconds: float) -> str:

@@ -133,8 +133,7 @@ class Conversations:
     ) -> list[OutboundMessage]:
         """Send ``texts`` to a chat unprompted (a review's note, a cron job's output)."""
         replies = await self.db.add_notices(target, texts, self._clock.now(), session_id)
-        for deliver in self._deliverers:
-            await deliver(replies)
+        await self._push(replies)
         return replies
 
     def on_status(self, lines: StatusLines) -> None:
@@ -358,9 +357,12 @@ class Conversations:
 
     async def _finish(self, outcome: TurnOutcome) -> TurnReplies:
         replies = await self.db.finish_turn(outcome)
+        await self._push(replies)
+        return TurnReplies(outcome.session_id, replies)
+
+    async def _push(self, replies: list[OutboundMessage]) -> None:
         for deliver in self._deliverers:
             await deliver(replies)
-        return TurnReplies(outcome.session_id, replies)
 
     async def compact_session(self, item: InboxItem) -> str:
         state = await self.sessions.current(item)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -193,25 +194,23 @@ def adopt(name: Name) -> None:
 @curator_app.command("archive")
 def archive(name: Name) -> None:
     """Move a skill to skills/.archive now (pinned skills are refused)."""
-    settings = load_settings()
-    try:
-        moved = archive_skill(settings.home / "skills", name, utc(SystemClock().now()))
-    except TransitionError as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(1) from None
-    console.print(f"archived {name} to {moved}", markup=False)
+    _move(archive_skill, name, "archived")
 
 
 @curator_app.command("restore")
 def restore(name: Name) -> None:
     """Bring an archived skill back into the library, active again."""
+    _move(restore_skill, name, "restored")
+
+
+def _move(move: Callable[[Path, str, datetime], Path], name: str, done: str) -> None:
     settings = load_settings()
     try:
-        moved = restore_skill(settings.home / "skills", name, utc(SystemClock().now()))
+        moved = move(settings.home / "skills", name, utc(SystemClock().now()))
     except TransitionError as exc:
         err.print(str(exc), markup=False)
         raise typer.Exit(1) from None
-    console.print(f"restored {name} to {moved}", markup=False)
+    console.print(f"{done} {name} to {moved}", markup=False)
 
 
 @curator_app.command("pause")

@@ -69,8 +69,7 @@ class PushDelivery:
         """Send the platform's pending replies page by page; schedule a retry if one fails."""
         count, after = 0, 0
         while True:
-            page = [r for r in await self._db.pending_replies(platform, PAGE * 2) if r.id > after]
-            page = page[:PAGE]
+            page = await self._db.pending_replies(platform, PAGE, after)
             if not page:
                 return count
             count += len(page)

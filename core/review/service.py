@@ -32,6 +32,7 @@ from core.messages import ChatTarget
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
+from core.sessions import SessionState
 from core.skills.provenance import write_origin
 from core.store import reviews as review_ops
 from core.store.db import SessionDB
@@ -106,9 +107,10 @@ class ReviewService:
         await self._tasks.wait()
 
     # after each completed turn (Conversations.on_turn_complete)
-    async def turn_completed(self, state: Any, item: InboxItem, result: TurnResult) -> None:
-        row: SessionRow = state.row
-        history: list[ChatMessage] = state.history
+    async def turn_completed(
+        self, state: SessionState, item: InboxItem, result: TurnResult
+    ) -> None:
+        row, history = state.row, state.history
         counters = self._counters.get(row.id)
         if counters is None:
             counters = await self._derive(row.id, history)  # already counts this turn

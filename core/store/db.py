@@ -162,9 +162,11 @@ class SessionDB:
                 conn, platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
             )
 
-    async def pending_replies(self, platform: str, limit: int = 100) -> list[OutboundMessage]:
+    async def pending_replies(
+        self, platform: str, limit: int = 100, after: int = 0
+    ) -> list[OutboundMessage]:
         async with self.engines.read.connect() as conn:
-            return await outbox_ops.pending_for(conn, platform, limit)
+            return await outbox_ops.pending_for(conn, platform, limit, after)
 
     async def mark_failed(self, ids: Sequence[int], error: str) -> None:
         await self.write(lambda c: outbox_ops.mark_failed(c, ids, error))

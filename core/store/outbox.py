@@ -44,54 +44,45 @@ def add_replies(
 ) -> list[OutboundMessage]:
     """Queue ``texts`` as replies to ``item``'s chat; return them with their outbox ids."""
     msg = item.message
-    replies = []
-    for text in texts:
-        row = scrub_row(
-            {
-                "inbox_id": item.id,
-                "session_id": session_id,
-                "platform": msg.platform,
-                "route": msg.route,
-                "chat_id": msg.chat_id,
-                "thread_id": msg.thread_id,
-                "reply_to": msg.platform_message_id,
-                "text": text,
-                "status": "pending",
-                "attempts": 0,
-                "created_at": created_at,
-            }
-        )
-        replies.append(
-            OutboundMessage(
-                id=tx.scalar(_ADD, row),
-                platform=msg.platform,
-                chat_id=msg.chat_id,
-                text=row["text"],
-                session_id=session_id,
-                thread_id=msg.thread_id,
-                reply_to=msg.platform_message_id,
-                inbox_id=item.id,
-                created_at=created_at,
-            )
-        )
-    return replies
+    return _queue(
+        tx,
+        ChatTarget.of(msg),
+        texts,
+        created_at,
+        session_id=session_id,
+        inbox_id=item.id,
+        reply_to=msg.platform_message_id,
+    )
 
 
 def add_notices(
     tx: Tx, target: ChatTarget, session_id: str | None, texts: Sequence[str], created_at: float
 ) -> list[OutboundMessage]:
     """Queue ``texts`` for ``target`` without an inbound message (review notes, cron output)."""
+    return _queue(tx, target, texts, created_at, session_id=session_id)
+
+
+def _queue(
+    tx: Tx,
+    target: ChatTarget,
+    texts: Sequence[str],
+    created_at: float,
+    *,
+    session_id: str | None,
+    inbox_id: int | None = None,
+    reply_to: str | None = None,
+) -> list[OutboundMessage]:
     replies = []
     for text in texts:
         row = scrub_row(
             {
-                "inbox_id": None,
+                "inbox_id": inbox_id,
                 "session_id": session_id,
                 "platform": target.platform,
                 "route": target.route,
                 "chat_id": target.chat_id,
                 "thread_id": target.thread_id,
-                "reply_to": None,
+                "reply_to": reply_to,
                 "text": text,
                 "status": "pending",
                 "attempts": 0,
@@ -106,6 +97,8 @@ def add_notices(
                 text=row["text"],
                 session_id=session_id,
                 thread_id=target.thread_id,
+                reply_to=reply_to,
+                inbox_id=inbox_id,
                 created_at=created_at,
             )
         )
@@ -170,10 +163,13 @@ async def for_chat_after(
     return [_from_row(r) for r in await conn.execute(stmt)]
 
 
-async def pending_for(conn: AsyncConnection, platform: str, limit: int) -> list[OutboundMessage]:
+async def pending_for(
+    conn: AsyncConnection, platform: str, limit: int, after: int = 0
+) -> list[OutboundMessage]:
+    """Undelivered replies of ``platform`` with an outbox id above ``after``, oldest first."""
     stmt = (
         select(outbox)
-        .where(outbox.c.status == "pending", outbox.c.platform == platform)
+        .where(outbox.c.status == "pending", outbox.c.platform == platform, outbox.c.id > after)
         .order_by(outbox.c.id)
         .limit(limit)
     )
