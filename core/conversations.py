@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -30,6 +30,7 @@ from core.store.db import SessionDB
 from core.store.records import (
     Accepted,
     InboxItem,
+    LastSeen,
     NewMessage,
     SessionRow,
     TurnOutcome,
@@ -54,6 +55,8 @@ MANUAL_KEEP = 2
 @dataclass(frozen=True, slots=True)
 class ConversationSettings:
     group_sessions_per_user: bool = True
+    # Per platform, overriding ``group_sessions_per_user`` (e.g. ``{"discord": False}``).
+    group_sessions_by_platform: Mapping[str, bool] = dataclasses.field(default_factory=dict)
     idle_worker_seconds: float = 300.0
     session_cache_size: int = 4096
     compaction: CompactionSettings | None = CompactionSettings()
@@ -143,7 +146,9 @@ class Conversations:
     # ingress
     async def accept(self, msg: InboundMessage) -> Accepted:
         """Commit ``msg`` to the inbox and queue it; a redelivery is not queued again."""
-        key = session_key(msg, group_sessions_per_user=self._settings.group_sessions_per_user)
+        s = self._settings
+        per_user = s.group_sessions_by_platform.get(msg.platform, s.group_sessions_per_user)
+        key = session_key(msg, group_sessions_per_user=per_user)
         accepted = await self.db.accept(msg, key)
         if not accepted.created:
             self.stats.duplicates[msg.platform] += 1
@@ -185,6 +190,9 @@ class Conversations:
         return await self.db.replies_after(
             platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
         )
+
+    async def last_seen(self, platform: str, since: float) -> list[LastSeen]:
+        return await self.db.last_seen(platform, since)
 
     def command_menu(self) -> list[tuple[str, str]]:
         return [(c.name, c.summary) for c in self.commands.all()]

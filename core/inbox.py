@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
 from core.messages import InboundMessage, OutboundMessage
-from core.store.records import Accepted, InboxItem, TurnReplies
+from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
 
 
 class Inbox(Protocol):
@@ -28,6 +28,11 @@ class Inbox(Protocol):
         self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int
     ) -> list[OutboundMessage]:
         """Replies for one chat with an outbox id above ``after`` (pull delivery)."""
+        ...
+
+    async def last_seen(self, platform: str, since: float) -> list[LastSeen]:
+        """Per chat of ``platform`` active since ``since``: its newest accepted message
+        (where a reconnecting adapter resumes reading the platform's history)."""
         ...
 
     def command_menu(self) -> list[tuple[str, str]]:

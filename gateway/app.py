@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated
 
@@ -64,6 +64,32 @@ def telegram_options(settings: Settings) -> TelegramOptions:
     )
 
 
+def discord_adapter(settings: Settings, now: Callable[[], float]) -> Adapter:
+    """The Discord adapter; discord.py is imported only when a token is set."""
+    from adapters.discord import DiscordAdapter, DiscordOptions
+    from adapters.discord_messages import Access as DiscordAccess
+
+    d = settings.discord
+    assert d.bot_token is not None
+    options = DiscordOptions(
+        token=d.bot_token.get_secret_value(),
+        api_base=d.api_base,
+        gateway_url=d.gateway_url,
+        message_content=d.message_content,
+        require_mention=d.require_mention,
+        access=DiscordAccess.of(
+            d.allowed_users, d.allowed_roles, d.allowed_channels, d.allow_all_users
+        ),
+        allow_bots=d.allow_bots,
+        catch_up_max_age=d.catch_up_max_age,
+        max_file_bytes=d.max_file_bytes,
+        watchdog_silence_seconds=d.watchdog_silence_seconds,
+        slash_commands=d.slash_commands,
+        cache_dir=settings.home / "cache",
+    )
+    return DiscordAdapter(options, now=now)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -85,6 +111,8 @@ def create_app(
     )
     if telegram is not None:
         adapters.append(telegram)
+    if settings.discord.enabled:
+        adapters.append(discord_adapter(settings, now))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -27,6 +27,13 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _split_commas(value: object) -> object:
+    """A list from the environment: ``"12345,@alice"`` -> ``["12345", "@alice"]``."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
@@ -216,9 +223,7 @@ class TelegramSettings(_Section):
     @field_validator("allowed_users", "allowed_chats", mode="before")
     @classmethod
     def _comma_list(cls, value: object) -> object:
-        if isinstance(value, str):  # from the environment: "12345,@alice"
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+        return _split_commas(value)
 
     @property
     def enabled(self) -> bool:
@@ -232,6 +237,46 @@ class TelegramSettings(_Section):
         if self.base_file_url == default and custom_api and self.base_url.endswith("/bot"):
             return self.base_url[: -len("/bot")] + "/file/bot"
         return self.base_file_url
+
+
+class DiscordSettings(_Section):
+    """The Discord adapter: on when a bot token is set."""
+
+    bot_token: SecretStr | None = None
+    # A proxy (or a test fake): the REST base and the gateway WebSocket URL.
+    api_base: str = "https://discord.com/api/v10"
+    gateway_url: str = "wss://gateway.discord.gg/"
+    # The privileged Message Content intent; without it only mentions and DMs carry text.
+    message_content: bool = True
+    # In guild channels, answer only when mentioned or replied to.
+    require_mention: bool = True
+    # Each member of a guild channel gets their own session; unset follows
+    # sessions.group_sessions_per_user. Threads are always shared by their members.
+    group_sessions_per_user: bool | None = None
+    # Who may talk to the bot (any one admits): user ids or names, role ids or names,
+    # channel ids (a channel admits everyone in it and in its threads), or everyone.
+    allowed_users: list[str] = Field(default_factory=list)
+    allowed_roles: list[str] = Field(default_factory=list)
+    allowed_channels: list[str] = Field(default_factory=list)
+    allow_all_users: bool = False
+    # Messages from other bots (never its own) reach the agent.
+    allow_bots: bool = False
+    # After a reconnect or restart, messages this recent are fetched from history.
+    catch_up_max_age: float = Field(default=3600, ge=0)
+    max_file_bytes: int = Field(default=20_000_000, ge=0)
+    # Reconnect when no event arrived for this long while in a guild (0: never).
+    watchdog_silence_seconds: float = Field(default=1800, ge=0)
+    # Register the chat commands as slash commands at start.
+    slash_commands: bool = True
+
+    @field_validator("allowed_users", "allowed_roles", "allowed_channels", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        return _split_commas(value)
+
+    @property
+    def enabled(self) -> bool:
+        return self.bot_token is not None and bool(self.bot_token.get_secret_value())
 
 
 class Settings(_Section):
@@ -252,6 +297,7 @@ class Settings(_Section):
     curator: CuratorSettings = Field(default_factory=CuratorSettings)
     cron: CronSettings = Field(default_factory=CronSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
 
     @property
     def database_url(self) -> str:
@@ -328,6 +374,13 @@ ENV_OVERRIDES: dict[str, str] = {
     "TELEGRAM_ALLOWED_USERS": "telegram.allowed_users",
     "TELEGRAM_ALLOWED_CHATS": "telegram.allowed_chats",
     "TELEGRAM_ALLOW_ALL_USERS": "telegram.allow_all_users",
+    "DISCORD_BOT_TOKEN": "discord.bot_token",
+    "CHATGATE_DISCORD_API_BASE": "discord.api_base",
+    "CHATGATE_DISCORD_GATEWAY_URL": "discord.gateway_url",
+    "DISCORD_ALLOWED_USERS": "discord.allowed_users",
+    "DISCORD_ALLOWED_ROLES": "discord.allowed_roles",
+    "DISCORD_ALLOWED_CHANNELS": "discord.allowed_channels",
+    "DISCORD_ALLOW_ALL_USERS": "discord.allow_all_users",
 }
 
 

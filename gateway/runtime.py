@@ -236,6 +236,7 @@ def _conversations(
         clock,
         ConversationSettings(
             group_sessions_per_user=settings.sessions.group_sessions_per_user,
+            group_sessions_by_platform=_group_session_overrides(settings),
             idle_worker_seconds=settings.sessions.idle_worker_seconds,
             compaction=_compaction(settings),
         ),
@@ -255,6 +256,11 @@ def _volatile_blocks(
         return [b for b in (index, *memory.blocks_for(msg)) if b]
 
     return blocks
+
+
+def _group_session_overrides(settings: Settings) -> dict[str, bool]:
+    per_user = settings.discord.group_sessions_per_user
+    return {} if per_user is None else {"discord": per_user}
 
 
 def _compaction(settings: Settings) -> CompactionSettings | None:

@@ -19,6 +19,7 @@ from core.store.engine import Engines, create_engines, sqlite_path
 from core.store.records import (
     Accepted,
     InboxItem,
+    LastSeen,
     NewMessage,
     SessionRow,
     StoredMessage,
@@ -99,6 +100,10 @@ class SessionDB:
     async def newest_inbox_id(self) -> int:
         async with self.engines.read.connect() as conn:
             return await inbox_ops.newest_id(conn)
+
+    async def last_seen(self, platform: str, since: float) -> list[LastSeen]:
+        async with self.engines.read.connect() as conn:
+            return await inbox_ops.last_seen(conn, platform, since)
 
     async def inbox_item(self, inbox_id: int) -> InboxItem | None:
         async with self.engines.read.connect() as conn:

@@ -6,11 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.messages import Attachment, InboundMessage
-from core.store.records import Accepted, InboxItem
+from core.store.records import Accepted, InboxItem, LastSeen
 from core.store.schema import inbox
 from core.store.text import scrub_row
 from core.store.tx import Tx, insert_sql
@@ -61,6 +61,20 @@ async def newest_id(conn: AsyncConnection) -> int:
     """The id of the newest inbox row (0 when empty): cheap, by primary key."""
     found = (await conn.execute(select(inbox.c.id).order_by(inbox.c.id.desc()).limit(1))).scalar()
     return int(found or 0)
+
+
+async def last_seen(conn: AsyncConnection, platform: str, since: float) -> list[LastSeen]:
+    """Per chat and thread of ``platform`` with a message since ``since``: the newest one."""
+    newest = (
+        select(func.max(inbox.c.id))
+        .where(inbox.c.platform == platform, inbox.c.received_at >= since)
+        .group_by(inbox.c.chat_id, inbox.c.thread_id)
+    )
+    query = select(
+        inbox.c.chat_id, inbox.c.thread_id, inbox.c.platform_message_id, inbox.c.received_at
+    ).where(inbox.c.id.in_(newest))
+    rows = await conn.execute(query.order_by(inbox.c.id))
+    return [LastSeen(r.chat_id, r.thread_id, r.platform_message_id, r.received_at) for r in rows]
 
 
 async def get(conn: AsyncConnection, inbox_id: int) -> InboxItem | None:

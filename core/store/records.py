@@ -72,6 +72,16 @@ class NewMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class LastSeen:
+    """The newest message accepted from one chat (and thread) of a platform."""
+
+    chat_id: str
+    thread_id: str | None
+    platform_message_id: str
+    received_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class InboxItem:
     """An accepted inbound message waiting for (or done with) its turn."""
 

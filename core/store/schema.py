@@ -114,6 +114,7 @@ inbox = Table(
     Column("error", Text),
     UniqueConstraint("platform", "dedup_key", name="ux_inbox_dedup"),
     Index("ix_inbox_status", "status", "id"),
+    Index("ix_inbox_platform_received", "platform", "received_at"),
 )
 
 outbox = Table(

@@ -1,0 +1,175 @@
+"""Sending one reply to Discord: chunks of at most 2,000 characters, each sent once.
+
+A reply becomes one message per chunk (``adapters.discord_format``): fences reopened
+with their language, tables as lists. The first chunk references the message it
+answers. An answer to a slash command goes through the interaction (its first
+response, the deferred placeholder, then follow-ups) while the interaction lives,
+else to the channel.
+
+Nothing twice: each chunk carries a nonce derived from the outbox id, its index and
+its text, which Discord enforces (a resend within minutes returns the first message),
+and chunks already sent before a failure are skipped on the outbox's retry. Rate
+limits are waited out by discord.py. Missing access, an unknown channel or a closed
+DM make the reply ``Undeliverable``; server and network errors a ``DeliveryError``
+the outbox retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+import discord
+
+from adapters.discord_format import render
+from core.errors import DeliveryError, Undeliverable
+from core.messages import OutboundMessage
+
+log = logging.getLogger(__name__)
+
+# Discord accepts interaction follow-ups for 15 minutes; leave a margin.
+INTERACTION_LIFETIME_SECONDS = 14 * 60
+NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+
+
+@dataclass(slots=True)
+class OpenInteraction:
+    """A slash command waiting for its answer."""
+
+    interaction: discord.Interaction
+    opened: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+    deferred: bool = False
+    placeholder_used: bool = False
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() - self.opened > INTERACTION_LIFETIME_SECONDS
+
+    async def defer(self) -> None:
+        """Show "thinking…" unless the answer already went out."""
+        async with self.lock:
+            if not self.interaction.response.is_done():
+                await self.interaction.response.defer(thinking=True)
+                self.deferred = True
+                self.answered.set()
+
+    async def send(self, text: str) -> str:
+        async with self.lock:
+            i = self.interaction
+            if not i.response.is_done():
+                callback = await i.response.send_message(text, allowed_mentions=NO_MENTIONS)
+                self.answered.set()
+                return str(callback.message_id or i.id)
+            if self.deferred and not self.placeholder_used:
+                edited = await i.edit_original_response(content=text)
+                self.placeholder_used = True
+                return str(edited.id)
+            sent = await i.followup.send(text, wait=True, allowed_mentions=NO_MENTIONS)
+            return str(sent.id)
+
+
+class Interactions:
+    """Open interactions by id (the inbox's ``platform_message_id`` of the command)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, OpenInteraction] = {}
+
+    def open(self, interaction: discord.Interaction) -> OpenInteraction:
+        self._open = {k: v for k, v in self._open.items() if not v.expired}
+        entry = OpenInteraction(interaction)
+        self._open[str(interaction.id)] = entry
+        return entry
+
+    def get(self, interaction_id: str | None) -> OpenInteraction | None:
+        entry = self._open.get(interaction_id or "")
+        if entry is None or entry.expired:
+            return None
+        return entry
+
+    def close(self, interaction_id: str) -> None:
+        self._open.pop(interaction_id, None)
+
+
+class ReplySender:
+    """See the module docstring."""
+
+    def __init__(self, client: Callable[[], discord.Client], interactions: Interactions) -> None:
+        self._client = client
+        self._interactions = interactions
+        self._chunks_sent: dict[int, int] = {}
+
+    async def send(self, msg: OutboundMessage) -> str | None:
+        """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
+        if self._client().http.token is None:
+            raise DeliveryError("discord: not logged in yet")
+        chunks = render(msg.text) or ["…"]
+        done = self._chunks_sent.get(msg.id, 0)
+        last: str | None = None
+        for index, chunk in enumerate(chunks):
+            if index < done:
+                continue  # sent before a failure further on: never twice
+            try:
+                last = await self._send_chunk(msg, index, chunk)
+            except Undeliverable:
+                self._chunks_sent.pop(msg.id, None)
+                raise
+            self._chunks_sent[msg.id] = index + 1
+        self._chunks_sent.pop(msg.id, None)
+        return last
+
+    async def _send_chunk(self, msg: OutboundMessage, index: int, chunk: str) -> str:
+        interaction = self._interactions.get(msg.reply_to)
+        try:
+            if interaction is not None:
+                try:
+                    return await interaction.send(chunk)
+                except (discord.NotFound, RuntimeError):
+                    # The interaction is gone (expired, Discord forgot it, or the client
+                    # that received it was replaced): the channel still takes the answer.
+                    self._interactions.close(str(interaction.interaction.id))
+                    return await self._to_channel(msg, index, chunk, reference=False)
+            return await self._to_channel(msg, index, chunk, reference=index == 0)
+        except discord.Forbidden as exc:
+            raise Undeliverable(f"discord channel {_target(msg)}: {exc.text or exc}") from exc
+        except discord.NotFound as exc:
+            raise Undeliverable(f"discord channel {_target(msg)} is gone") from exc
+        except discord.HTTPException as exc:
+            if 400 <= exc.status < 500 and exc.status != 429:
+                raise Undeliverable(f"discord channel {_target(msg)}: {exc.text}") from exc
+            raise DeliveryError(f"discord: {exc.status} {exc.text}") from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise DeliveryError(f"discord: {exc.__class__.__name__}: {exc}") from exc
+
+    async def _to_channel(
+        self, msg: OutboundMessage, index: int, chunk: str, *, reference: bool
+    ) -> str:
+        channel_id = int(_target(msg))
+        channel = self._client().get_partial_messageable(channel_id)
+        nonce_ = nonce(msg.id, index, chunk)
+        if reference and msg.reply_to and msg.reply_to.isdigit():
+            ref = discord.MessageReference(
+                message_id=int(msg.reply_to), channel_id=channel_id, fail_if_not_exists=False
+            )
+            sent = await channel.send(
+                chunk, reference=ref, allowed_mentions=NO_MENTIONS, nonce=nonce_
+            )
+        else:
+            sent = await channel.send(chunk, allowed_mentions=NO_MENTIONS, nonce=nonce_)
+        return str(sent.id)
+
+
+def nonce(outbox_id: int, index: int, text: str) -> str:
+    """At most 25 characters, the same for the same chunk of the same reply only."""
+    digest = hashlib.blake2s(text.encode(), digest_size=5).hexdigest()
+    return f"{outbox_id:x}.{index}.{digest}"[-25:]
+
+
+def _target(msg: OutboundMessage) -> str:
+    return msg.thread_id or msg.chat_id
