@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -35,8 +36,9 @@ async def discord_gateway(
 ) -> AsyncIterator[RunningGateway]:
     environment = {**model.gateway_env(), **dc.gateway_env(DISCORD_ALLOW_ALL_USERS="true")}
     environment.update(env)
+    readies = dc.ready_count
     async with running_gateway(home, environment) as gw:
-        await dc.wait_ready(dc.identifies or 1)
+        await dc.wait_ready(readies + 1)
         yield gw
 
 
@@ -319,3 +321,80 @@ async def test_a_rejected_token_stops_start_up(home: Path, fake_openai: FakeOpen
         with pytest.raises(ConfigError, match="discord.bot_token"):
             async with open_gateway(settings, [discord_adapter(settings, time.time)]):
                 pass
+
+
+async def test_a_forum_post_is_a_thread_and_channels_can_share_one_session(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config(home, "discord:\n  group_sessions_per_user: false\n")
+    bea = make_user("bea")
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai):
+        forum = dc.add_channel("questions", kind="forum")
+        post = dc.create_thread(forum["id"], "How do I deploy?")
+        dc.post(post["id"], "step one?", mention_bot=True)
+        await dc.wait_sent(1)
+        dc.post(GENERAL_ID, "hi from ada", mention_bot=True)
+        dc.post(GENERAL_ID, "hi from bea", author=bea, mention_bot=True)
+        await dc.wait_sent(3)
+
+    keys = {r["session_key"] for r in rows(home, "SELECT session_key FROM sessions")}
+    assert keys == {f"discord:{forum['id']}:{post['id']}", f"discord:{GENERAL_ID}"}
+    assert dc.sent[0].channel_id == post["id"]
+
+
+async def test_without_the_message_content_intent_mentions_and_dms_still_work(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeDiscord() as dc:
+        dc.message_content_enabled = False  # not switched on in the developer portal
+        async with discord_gateway(home, dc, fake_openai):
+            dc.post(GENERAL_ID, "with a mention", mention_bot=True)
+            await dc.wait_sent(1)
+            dc.dm("in a DM")
+            await dc.wait_sent(2)
+
+    assert [m.content for m in dc.sent] == ["echo: with a mention", "echo: in a DM"]
+
+
+async def test_a_role_admits_a_message_caught_up_after_a_restart(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    mod = make_user("mod")
+    env = {"DISCORD_ALLOWED_ROLES": "helpers", "DISCORD_ALLOW_ALL_USERS": ""}
+    async with FakeDiscord() as dc:
+        helpers = dc.add_role("helpers")
+        dc.set_roles(mod["id"], [helpers["id"]])
+        async with discord_gateway(home, dc, fake_openai, **env):
+            dc.post(GENERAL_ID, "before", author=mod, mention_bot=True)
+            await dc.wait_sent(1)
+        missed = dc.post(GENERAL_ID, "while you were away", author=mod, mention_bot=True)
+        dc.post(GENERAL_ID, "me too", author=make_user("stranger"), mention_bot=True)
+        async with discord_gateway(home, dc, fake_openai, **env):
+            [_, reply] = await dc.wait_sent(2)
+            dc.dm("a stranger's DM is refused", author=make_user("other"))
+            await dc.wait_sent(3)
+
+    assert reply.reference_id == missed["id"]  # history has no roles: the member was fetched
+    assert "only talk with people" in dc.sent[2].content  # refusals only for live messages
+    assert len(rows(home, "SELECT id FROM inbox")) == 2
+
+
+async def test_the_gateway_starts_while_discord_is_unreachable(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **fake_openai.gateway_env(),
+        "DISCORD_BOT_TOKEN": "token",
+        "CHATGATE_DISCORD_API_BASE": f"http://127.0.0.1:{port}/api/v10",
+        "CHATGATE_DISCORD_GATEWAY_URL": f"ws://127.0.0.1:{port}/gateway",
+    }
+    async with running_gateway(home, env) as gw:
+        ready = await gw.client.get("/readyz")
+        answer = await gw.say("the webhook still works")
+
+    assert ready.status_code == 503
+    assert ready.json()["unhealthy"] == ["discord"]
+    assert answer.json()["replies"] == [{"text": "echo: the webhook still works"}]

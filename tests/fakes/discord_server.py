@@ -263,6 +263,8 @@ class FakeDiscord:
         # machinery
         self._failures: list[_Failure] = []
         self._nonces: dict[tuple[str, str], Json] = {}
+        # Whether the bot's owner switched on the privileged Message Content intent.
+        self.message_content_enabled = True
         self._in_flight = 0  # REST requests being handled right now
         self._session: _Session | None = None
         self._connections: set[_Connection] = set()
@@ -805,6 +807,12 @@ class FakeDiscord:
             return
         if conn.session is not None:
             conn.close(4005)  # already authenticated
+            return
+        if (
+            int(data.get("intents", 0)) & INTENT_MESSAGE_CONTENT
+            and not self.message_content_enabled
+        ):
+            conn.close(4014)  # "Disallowed intent(s)": not switched on in the developer portal
             return
         session = _Session(secrets.token_hex(16), int(data.get("intents", 0)), data.get("shard"))
         self._take_over(session, conn)
