@@ -22,7 +22,7 @@ import discord
 from discord import app_commands
 
 from adapters.discord_messages import Place, place_of
-from adapters.discord_send import Interactions
+from adapters.discord_send import Interactions, OpenInteraction
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 # 3 seconds from when it sent the interaction, so network time must fit in the rest.
 DEFER_AFTER_SECONDS = 1.2
 _NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
+
+REFUSAL = "Sorry, I can only talk with people this bot's owner has allowed."
+NOT_STORED = "Sorry, I could not take that command just now. Please try again."
 
 # (interaction, the place, the command text) -> whether it was stored for the core.
 Submit = Callable[[discord.Interaction, Place, str], Awaitable[bool]]
@@ -62,30 +65,40 @@ class SlashCommands:
         return command
 
     async def handle(self, interaction: discord.Interaction, text: str) -> None:
+        """Store the command; answer with its reply if that comes quickly, else defer.
+
+        The clock starts when the interaction arrives: a slow commit (a busy database)
+        eats into Discord's 3 seconds, so the deferral does not wait for it.
+        """
         entry = self._interactions.open(interaction)
-        channel = interaction.channel
-        if channel is not None:
-            place = place_of(channel)
-        else:
-            cid = str(interaction.channel_id)
-            place = Place(cid, None, interaction.guild_id is not None, (cid,))
-        try:
-            stored = await self._submit(interaction, place, text)
-        except Exception:
-            log.exception("discord: /command %s not stored", interaction.id)
-            stored = False
-            message = "Sorry, I could not take that command just now. Please try again."
-        else:
-            message = "Sorry, I can only talk with people this bot's owner has allowed."
-        if not stored:
-            self._interactions.close(str(interaction.id))
-            if not interaction.response.is_done():
-                await interaction.response.send_message(message, ephemeral=True)
+        submit = asyncio.ensure_future(self._submit(interaction, _place(interaction), text))
+        deadline = asyncio.get_running_loop().time() + DEFER_AFTER_SECONDS
+        done, _ = await asyncio.wait({submit}, timeout=DEFER_AFTER_SECONDS)
+        if submit in done and not await self._stored(entry, submit):
             return
+        left = deadline - asyncio.get_running_loop().time()
+        answered = asyncio.ensure_future(entry.answered.wait())
         try:
-            await asyncio.wait_for(entry.answered.wait(), timeout=DEFER_AFTER_SECONDS)
+            await asyncio.wait_for(asyncio.shield(answered), timeout=max(left, 0.0))
         except TimeoutError:
             await entry.defer()
+        finally:
+            answered.cancel()
+        if submit not in done:
+            await self._stored(entry, submit)
+
+    async def _stored(self, entry: OpenInteraction, submit: asyncio.Future[bool]) -> bool:
+        """Whether the command reached the core; if not, say so to its user alone."""
+        try:
+            if await submit:
+                return True
+            message = REFUSAL
+        except Exception:
+            log.exception("discord: /command %s not stored", entry.interaction.id)
+            message = NOT_STORED
+        self._interactions.close(str(entry.interaction.id))
+        await entry.tell_privately(message)
+        return False
 
     async def sync(self, tree: app_commands.CommandTree[discord.Client]) -> None:
         """Register the commands with Discord, once per process and only when changed."""
@@ -104,3 +117,11 @@ class SlashCommands:
             self._synced = True
         except discord.HTTPException as exc:  # a menu is a convenience: never a reason to stop
             log.warning("discord: could not register slash commands: %s", exc)
+
+
+def _place(interaction: discord.Interaction) -> Place:
+    channel = interaction.channel
+    if channel is not None:
+        return place_of(channel)
+    cid = str(interaction.channel_id)
+    return Place(cid, None, interaction.guild_id is not None, (cid,))

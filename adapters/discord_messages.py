@@ -13,8 +13,8 @@ ignored (and why), or from someone not allowed.
   as addressed. DMs are always addressed.
 - Its own messages are never taken; other bots' (and webhooks') only with
   ``allow_bots``. System messages (joins, pins, thread renames) are ignored.
-- Access: any one of everyone, the author's id or username, one of their roles, or
-  the channel (its parent or category) admits a message.
+- Access: any one of everyone, the author's id or (for people) username, one of their
+  role ids, or the channel's id (its parent's or category's) admits a message.
 """
 
 from __future__ import annotations
@@ -56,10 +56,18 @@ class Access:
     def allows(self, author: discord.abc.User, channel_ids: Iterable[str]) -> bool:
         if self.everyone or any(c in self.channels for c in channel_ids):
             return True
-        if str(author.id) in self.users or author.name.lower() in self.users:
+        if str(author.id) in self.users:
+            return True
+        # Usernames are unique among people only: a bot's or webhook's name is not.
+        if not author.bot and author.name.lower() in self.users:
             return True
         roles = getattr(author, "roles", ())  # a Member in guilds, a User in DMs
-        return any(str(r.id) in self.roles or r.name.lower() in self.roles for r in roles)
+        return any(str(r.id) in self.roles for r in roles)
+
+    @property
+    def by_channel_only(self) -> bool:
+        """Only channels admit anyone: missed messages can only be in those."""
+        return bool(self.channels) and not (self.everyone or self.users or self.roles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +93,9 @@ def place_of(channel: discord.abc.MessageableChannel | discord.abc.Snowflake) ->
         if parent is not None and parent.category_id is not None:
             ids.append(str(parent.category_id))
         return Place(str(channel.parent_id), str(channel.id), True, tuple(ids), channel.owner_id)
-    guild = getattr(channel, "guild", None)
-    if guild is None:
+    # A channel of a guild not in discord.py's cache is a PartialMessageable: it still
+    # knows its guild_id, and must not pass for a DM.
+    if getattr(channel, "guild", None) is None and getattr(channel, "guild_id", None) is None:
         return Place(str(channel.id), None, False, (str(channel.id),))
     ids = [str(channel.id)]
     category = getattr(channel, "category_id", None)
@@ -116,10 +125,11 @@ class Ignored:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Someone not allowed addressed the bot."""
+    """From someone not allowed (who may or may not have addressed the bot)."""
 
     user_id: str
     place: Place
+    addressed: bool
 
 
 Decision = Incoming | Ignored | Refused
@@ -149,7 +159,7 @@ def decide(
     if place.is_group and require_mention and not addressed:
         return Ignored("not addressed to the bot")
     if not access.allows(author, place.channel_ids):
-        return Refused(str(author.id), place) if addressed else Ignored("not allowed")
+        return Refused(str(author.id), place, addressed)
     text = clean_text(message, bot_id)
     if not text and not message.attachments:
         return Ignored("no text")

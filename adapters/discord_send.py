@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 # Discord accepts interaction follow-ups for 15 minutes; leave a margin.
 INTERACTION_LIFETIME_SECONDS = 14 * 60
 NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+ALREADY_ACKNOWLEDGED = 40060  # "Interaction has already been acknowledged"
+CANNOT_REPLY_WITHOUT_HISTORY = 160002  # a reply needs Read Message History
 
 
 @dataclass(slots=True)
@@ -55,20 +57,48 @@ class OpenInteraction:
     async def defer(self) -> None:
         """Show "thinking…" unless the answer already went out."""
         async with self.lock:
-            if not self.interaction.response.is_done():
+            if self.answered.is_set():
+                return
+            try:
                 await self.interaction.response.defer(thinking=True)
-                self.deferred = True
-                self.answered.set()
+            except discord.HTTPException as exc:
+                if exc.code != ALREADY_ACKNOWLEDGED:
+                    raise
+            self.deferred = True
+            self.answered.set()
+
+    async def tell_privately(self, text: str) -> None:
+        """An ephemeral answer only its user sees (a refusal, an error)."""
+        async with self.lock:
+            i = self.interaction
+            try:
+                if not self.answered.is_set():
+                    await i.response.send_message(text, ephemeral=True)
+                elif self.deferred and not self.placeholder_used:
+                    await i.edit_original_response(content=text)  # not "thinking…" forever
+                    self.placeholder_used = True
+                else:
+                    await i.followup.send(text, ephemeral=True)
+            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+                log.warning("discord: could not answer interaction %s: %s", i.id, exc)
+            self.answered.set()
 
     async def send(self, text: str) -> str:
         async with self.lock:
             i = self.interaction
-            if not i.response.is_done():
-                callback = await i.response.send_message(text, allowed_mentions=NO_MENTIONS)
+            if not self.answered.is_set():
+                try:
+                    callback = await i.response.send_message(text, allowed_mentions=NO_MENTIONS)
+                except discord.HTTPException as exc:
+                    if exc.code != ALREADY_ACKNOWLEDGED:
+                        raise
+                    # An earlier attempt went through but its answer was lost.
+                    self.answered.set()
+                    return str(i.id)
                 self.answered.set()
                 return str(callback.message_id or i.id)
             if self.deferred and not self.placeholder_used:
-                edited = await i.edit_original_response(content=text)
+                edited = await i.edit_original_response(content=text, allowed_mentions=NO_MENTIONS)
                 self.placeholder_used = True
                 return str(edited.id)
             sent = await i.followup.send(text, wait=True, allowed_mentions=NO_MENTIONS)
@@ -107,8 +137,9 @@ class ReplySender:
 
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
-        if self._client().http.token is None:
-            raise DeliveryError("discord: not logged in yet")
+        client = self._client()
+        if client.http.token is None or client.is_closed():
+            raise DeliveryError("discord: not connected (logging in or reconnecting)")
         chunks = render(msg.text) or ["…"]
         done = self._chunks_sent.get(msg.id, 0)
         last: str | None = None
@@ -144,7 +175,8 @@ class ReplySender:
             if 400 <= exc.status < 500 and exc.status != 429:
                 raise Undeliverable(f"discord channel {_target(msg)}: {exc.text}") from exc
             raise DeliveryError(f"discord: {exc.status} {exc.text}") from exc
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except (aiohttp.ClientError, OSError, TimeoutError, RuntimeError) as exc:
+            # RuntimeError: the client's session closed under us (it is being replaced).
             raise DeliveryError(f"discord: {exc.__class__.__name__}: {exc}") from exc
 
     async def _to_channel(
@@ -157,11 +189,16 @@ class ReplySender:
             ref = discord.MessageReference(
                 message_id=int(msg.reply_to), channel_id=channel_id, fail_if_not_exists=False
             )
-            sent = await channel.send(
-                chunk, reference=ref, allowed_mentions=NO_MENTIONS, nonce=nonce_
-            )
-        else:
-            sent = await channel.send(chunk, allowed_mentions=NO_MENTIONS, nonce=nonce_)
+            try:
+                sent = await channel.send(
+                    chunk, reference=ref, allowed_mentions=NO_MENTIONS, nonce=nonce_
+                )
+                return str(sent.id)
+            except discord.HTTPException as exc:
+                if exc.code != CANNOT_REPLY_WITHOUT_HISTORY:
+                    raise
+                # Without Read Message History a reply cannot quote: send it plain.
+        sent = await channel.send(chunk, allowed_mentions=NO_MENTIONS, nonce=nonce_)
         return str(sent.id)
 
 

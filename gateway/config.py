@@ -253,19 +253,21 @@ class DiscordSettings(_Section):
     # Each member of a guild channel gets their own session; unset follows
     # sessions.group_sessions_per_user. Threads are always shared by their members.
     group_sessions_per_user: bool | None = None
-    # Who may talk to the bot (any one admits): user ids or names, role ids or names,
-    # channel ids (a channel admits everyone in it and in its threads), or everyone.
+    # Who may talk to the bot (any one admits): user ids or usernames, role ids, channel
+    # or category ids (admitting everyone there, threads included), or everyone. Roles
+    # and channels by id only: their names are not unique across servers.
     allowed_users: list[str] = Field(default_factory=list)
     allowed_roles: list[str] = Field(default_factory=list)
     allowed_channels: list[str] = Field(default_factory=list)
     allow_all_users: bool = False
     # Messages from other bots (never its own) reach the agent.
     allow_bots: bool = False
-    # After a reconnect or restart, messages this recent are fetched from history.
+    # After a restart or new session, messages this recent are read from history.
     catch_up_max_age: float = Field(default=3600, ge=0)
     max_file_bytes: int = Field(default=20_000_000, ge=0)
-    # Reconnect when no event arrived for this long while in a guild (0: never).
-    watchdog_silence_seconds: float = Field(default=1800, ge=0)
+    # With no event for this long while in a guild, probe the gateway; reconnect if it
+    # does not answer (0: never).
+    watchdog_silence_seconds: float = Field(default=300, ge=0)
     # Register the chat commands as slash commands at start.
     slash_commands: bool = True
 
@@ -273,6 +275,17 @@ class DiscordSettings(_Section):
     @classmethod
     def _comma_list(cls, value: object) -> object:
         return _split_commas(value)
+
+    @field_validator("allowed_roles", "allowed_channels")
+    @classmethod
+    def _ids_only(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not item.isdigit():
+                raise ValueError(
+                    f"{item!r} is not an id: names are not unique across servers "
+                    "(Developer Mode in Discord adds Copy ID to every menu)"
+                )
+        return value
 
     @property
     def enabled(self) -> bool:

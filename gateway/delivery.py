@@ -98,6 +98,10 @@ class PushDelivery:
                 log.warning("reply %s to %s not sent yet: %s", reply.id, platform, exc)
                 held.add(chat)
                 continue
+            except Exception:  # an adapter bug must not lose the marks of replies sent
+                log.exception("reply %s to %s failed unexpectedly; retrying", reply.id, platform)
+                held.add(chat)
+                continue
             sent.append(reply.id)
         if sent:
             await self._db.mark_delivered(sent, self._clock.now(), platform_ids)

@@ -122,13 +122,13 @@ discord:                   # on when DISCORD_BOT_TOKEN is set
   require_mention: true    # in guild channels: answer when mentioned or replied to
   group_sessions_per_user: null  # null follows sessions.group_sessions_per_user
   allowed_users: []        # user ids or usernames (DISCORD_ALLOWED_USERS)
-  allowed_roles: []        # role ids or names (DISCORD_ALLOWED_ROLES)
-  allowed_channels: []     # channel ids; admits everyone there (DISCORD_ALLOWED_CHANNELS)
+  allowed_roles: []        # role ids (DISCORD_ALLOWED_ROLES)
+  allowed_channels: []     # channel or category ids; everyone there (DISCORD_ALLOWED_CHANNELS)
   allow_all_users: false   # DISCORD_ALLOW_ALL_USERS=true admits everyone
   allow_bots: false        # let other bots' messages reach the agent
   message_content: true    # the privileged intent; without it only mentions and DMs have text
-  catch_up_max_age: 3600   # seconds of history read after a reconnect or restart
-  watchdog_silence_seconds: 1800  # reconnect after this long without any event (0: off)
+  catch_up_max_age: 3600   # seconds of history read after a restart or new session
+  watchdog_silence_seconds: 300   # probe after this long without an event (0: off)
   slash_commands: true     # register /new, /status, ... as slash commands
   max_file_bytes: 20000000
 """

@@ -130,7 +130,7 @@ async def test_who_may_talk_users_roles_and_channels(
         open_channel = dc.add_channel("ask-the-bot")
         env = {
             "DISCORD_ALLOWED_USERS": "ada",
-            "DISCORD_ALLOWED_ROLES": "helpers",
+            "DISCORD_ALLOWED_ROLES": helpers["id"],
             "DISCORD_ALLOWED_CHANNELS": open_channel["id"],
             "DISCORD_ALLOW_ALL_USERS": "",
         }
@@ -360,10 +360,10 @@ async def test_a_role_admits_a_message_caught_up_after_a_restart(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     mod = make_user("mod")
-    env = {"DISCORD_ALLOWED_ROLES": "helpers", "DISCORD_ALLOW_ALL_USERS": ""}
     async with FakeDiscord() as dc:
         helpers = dc.add_role("helpers")
         dc.set_roles(mod["id"], [helpers["id"]])
+        env = {"DISCORD_ALLOWED_ROLES": helpers["id"], "DISCORD_ALLOW_ALL_USERS": ""}
         async with discord_gateway(home, dc, fake_openai, **env):
             dc.post(GENERAL_ID, "before", author=mod, mention_bot=True)
             await dc.wait_sent(1)
@@ -398,3 +398,90 @@ async def test_the_gateway_starts_while_discord_is_unreachable(
     assert ready.status_code == 503
     assert ready.json()["unhealthy"] == ["discord"]
     assert answer.json()["replies"] == [{"text": "echo: the webhook still works"}]
+
+
+async def test_a_quiet_server_is_probed_not_reconnected(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config(home, "discord:\n  watchdog_silence_seconds: 0.4\n")
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai) as gw:
+        await dc.wait_until(lambda: dc.member_requests >= 2, what="two probes")
+        ready = await gw.client.get("/readyz")
+
+    assert ready.status_code == 200
+    assert (dc.identifies, dc.resumes) == (1, 0)  # the probes were answered: no reconnect
+
+
+async def test_roles_and_channels_are_allowed_by_id_only(home: Path) -> None:
+    with pytest.raises(ConfigError, match="discord.allowed_roles.*not an id"):
+        load_settings(home, {"DISCORD_BOT_TOKEN": "t", "DISCORD_ALLOWED_ROLES": "admins"})
+    with pytest.raises(ConfigError, match="discord.allowed_channels"):
+        load_settings(home, {"DISCORD_BOT_TOKEN": "t", "DISCORD_ALLOWED_CHANNELS": "#general"})
+
+
+async def test_a_bot_cannot_pass_for_an_allowed_user_by_name(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config(home, "discord:\n  allow_bots: true\n")
+    impostor = make_user("ada", bot=True)  # bot names are not unique
+    env = {"DISCORD_ALLOWED_USERS": "ada", "DISCORD_ALLOW_ALL_USERS": ""}
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai, **env):
+        dc.post(GENERAL_ID, "let me in", author=impostor, mention_bot=True)
+        dc.post(GENERAL_ID, "the real ada", mention_bot=True)
+        await dc.wait_sent(2)
+
+    assert "only talk with people" in dc.sent[0].content
+    assert dc.sent[1].content == "echo: the real ada"
+
+
+async def test_a_photo_and_the_question_about_it_arrive_in_order(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai):
+        dc.dm("", attachments=[("cat.png", b"\x89PNG fake", "image/png")])
+        dc.dm("what is in this picture?")
+        await dc.wait_sent(2)
+
+    texts = [r["text"] for r in rows(home, "SELECT text FROM inbox ORDER BY id")]
+    assert texts[0].startswith("[attached cat.png")  # downloaded first, still stored first
+    assert texts[1] == "what is in this picture?"
+
+
+async def test_a_slash_command_from_someone_not_allowed_is_refused_privately(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    env = {"DISCORD_ALLOWED_USERS": "ada", "DISCORD_ALLOW_ALL_USERS": ""}
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai, **env):
+        await dc.wait_commands()
+        dc.slash("status", user=make_user("stranger"))
+        [refusal] = await dc.wait_responses(1)
+        dc.slash("status")  # ada, in the guild channel
+        await dc.wait_responses(2)
+
+    assert refusal.type == 4
+    assert refusal.flags & 64  # ephemeral: only the stranger sees it
+    assert "only talk with people" in refusal.content
+    assert "Session" in dc.responses[1].content or "session" in dc.responses[1].content
+    [command] = rows(home, "SELECT session_key, text FROM inbox")
+    assert command == {
+        "session_key": f"discord:{GENERAL_ID}:u={DEFAULT_USER['id']}",
+        "text": "/status",
+    }
+
+
+async def test_a_live_message_right_after_a_restart_does_not_hide_a_missed_one(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeDiscord() as dc:
+        async with discord_gateway(home, dc, fake_openai):
+            dc.post(GENERAL_ID, "earlier", mention_bot=True)
+            await dc.wait_sent(1)
+        missed = dc.post(GENERAL_ID, "posted while you were away", mention_bot=True)
+        async with discord_gateway(home, dc, fake_openai):
+            # Live, before the adapter's on_ready: newer than the missed one.
+            live = dc.post(GENERAL_ID, "hello? anyone?", mention_bot=True)
+            await dc.wait_sent(3)
+
+    answered = {m.reference_id for m in dc.sent}
+    assert {missed["id"], live["id"]} <= answered
+    assert len(dc.sent) == 3

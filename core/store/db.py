@@ -101,9 +101,9 @@ class SessionDB:
         async with self.engines.read.connect() as conn:
             return await inbox_ops.newest_id(conn)
 
-    async def last_seen(self, platform: str, since: float) -> list[LastSeen]:
+    async def last_seen(self, platform: str, since: float, until: float) -> list[LastSeen]:
         async with self.engines.read.connect() as conn:
-            return await inbox_ops.last_seen(conn, platform, since)
+            return await inbox_ops.last_seen(conn, platform, since, until)
 
     async def inbox_item(self, inbox_id: int) -> InboxItem | None:
         async with self.engines.read.connect() as conn:

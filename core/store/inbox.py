@@ -63,11 +63,18 @@ async def newest_id(conn: AsyncConnection) -> int:
     return int(found or 0)
 
 
-async def last_seen(conn: AsyncConnection, platform: str, since: float) -> list[LastSeen]:
-    """Per chat and thread of ``platform`` with a message since ``since``: the newest one."""
+async def last_seen(
+    conn: AsyncConnection, platform: str, since: float, until: float
+) -> list[LastSeen]:
+    """Per chat and thread of ``platform`` with a message received in [since, until):
+    the newest one."""
     newest = (
         select(func.max(inbox.c.id))
-        .where(inbox.c.platform == platform, inbox.c.received_at >= since)
+        .where(
+            inbox.c.platform == platform,
+            inbox.c.received_at >= since,
+            inbox.c.received_at < until,
+        )
         .group_by(inbox.c.chat_id, inbox.c.thread_id)
     )
     query = select(

@@ -156,6 +156,7 @@ class InteractionResponse:
     type: int
     content: str  # "" when the callback carried none (a deferral)
     seconds_after_dispatch: float
+    flags: int = 0  # 64: ephemeral, seen only by the user who invoked the command
 
 
 @dataclass(slots=True)
@@ -265,6 +266,7 @@ class FakeDiscord:
         self._nonces: dict[tuple[str, str], Json] = {}
         # Whether the bot's owner switched on the privileged Message Content intent.
         self.message_content_enabled = True
+        self.member_requests = 0
         self._in_flight = 0  # REST requests being handled right now
         self._session: _Session | None = None
         self._connections: set[_Connection] = set()
@@ -794,11 +796,33 @@ class FakeDiscord:
             self._identify(conn, data or {})
         elif op == 6:
             self._resume(conn, data or {})
-        elif op in (3, 4, 8):
-            pass  # presence, voice state, member requests: accepted and ignored
+        elif op == 8:
+            self._request_members(data or {})
+        elif op in (3, 4):
+            pass  # presence and voice state: accepted and ignored
         else:
             conn.close(4001)  # unknown opcode
         self._notify()
+
+    def _request_members(self, data: Json) -> None:
+        """REQUEST_GUILD_MEMBERS by user ids (no privileged intent needed): one chunk."""
+        self.member_requests += 1
+        wanted = [str(u) for u in data.get("user_ids") or []]
+        members = [
+            p.member(self.member_roles.get(uid, []), user=self.users[uid])
+            for uid in wanted
+            if uid in self.users
+        ]
+        chunk: Json = {
+            "guild_id": str(data.get("guild_id")),
+            "members": members,
+            "chunk_index": 0,
+            "chunk_count": 1,
+            "not_found": [u for u in wanted if u not in self.users],
+        }
+        if data.get("nonce") is not None:
+            chunk["nonce"] = data["nonce"]
+        self._dispatch("GUILD_MEMBERS_CHUNK", chunk)
 
     def _identify(self, conn: _Connection, data: Json) -> None:
         self.identifies += 1
@@ -1219,7 +1243,13 @@ class FakeDiscord:
             found.original_loading = True
         found.response_type = response_type
         self.responses.append(
-            InteractionResponse(interaction_id, response_type, data.get("content") or "", elapsed)
+            InteractionResponse(
+                interaction_id,
+                response_type,
+                data.get("content") or "",
+                elapsed,
+                int(data.get("flags") or 0),
+            )
         )
         if request.query_params.get("with_response") not in ("1", "true", "True"):
             return None

@@ -1,0 +1,244 @@
+"""From a Discord message (or slash command) to a stored ``InboundMessage``.
+
+- **Order.** Messages of one channel are taken one at a time, in the order discord.py
+  delivered them (it runs each handler as its own task, and a download can take a
+  while): a photo and the question about it reach the agent in that order.
+- **Refusals.** Someone not allowed who addresses the bot live gets one polite
+  refusal an hour; history read by the catch-up never refuses.
+- **Roles in history.** Messages read from history carry no roles; when roles could
+  admit their author, the member record is fetched before refusing.
+- **Attachments** are downloaded (up to a size cap) and named in the text.
+- **Typing** shows while turns of the channel are running, one loop per channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import discord
+
+from adapters.discord_messages import Access, Ignored, Incoming, Place, Refused, decide
+from core.inbox import Inbox
+from core.messages import Attachment, InboundMessage
+from core.store.records import InboxItem
+from core.tasks import TaskSet
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "discord"
+TYPING_EVERY_SECONDS = 8.0  # Discord shows typing for 10 s
+REFUSAL = (
+    "Sorry, I can only talk with people this bot's owner has allowed. "
+    "Ask them to add you (discord.allowed_users)."
+)
+REFUSE_AGAIN_AFTER_SECONDS = 3600.0
+MAX_REMEMBERED_REFUSALS = 10_000
+
+
+@dataclasses.dataclass(slots=True)
+class _Queue:
+    """One channel's messages, taken in arrival order."""
+
+    lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IngestRules:
+    access: Access
+    require_mention: bool
+    allow_bots: bool
+    max_file_bytes: int
+    cache_dir: Path
+
+
+class Ingester:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        client: Callable[[], discord.Client],
+        inbox: Inbox,
+        rules: IngestRules,
+        tasks: TaskSet,
+        *,
+        now: Callable[[], float],
+    ) -> None:
+        self._client = client
+        self._inbox = inbox
+        self._rules = rules
+        self._tasks = tasks
+        self._now = now
+        self._order: dict[int, _Queue] = {}
+        self._refused_at: dict[str, float] = {}
+        self._typing: dict[str, set[asyncio.Future[Any]]] = {}
+
+    async def message(self, message: discord.Message, *, live: bool) -> None:
+        """Store ``message`` if it is for the agent; raise if it could not be stored."""
+        channel = message.channel.id
+        turn = self._order.setdefault(channel, _Queue())  # joined before any await
+        turn.users += 1
+        try:
+            async with turn.lock:
+                await self._take(message, live=live)
+        finally:
+            turn.users -= 1
+            if not turn.users:
+                del self._order[channel]  # nobody waits: do not keep one per channel
+
+    async def _take(self, message: discord.Message, *, live: bool) -> None:
+        me = self._client().user
+        if me is None:
+            return
+        r = self._rules
+        decision = decide(
+            message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
+        )
+        if isinstance(decision, Refused) and not live and await self._with_roles(message):
+            decision = decide(
+                message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
+            )
+        if isinstance(decision, Ignored):
+            log.debug("discord: message %s ignored: %s", message.id, decision.reason)
+        elif isinstance(decision, Refused):
+            if live and decision.addressed:
+                await self._refuse(decision)
+        else:
+            await self._accept(decision)
+
+    async def _with_roles(self, message: discord.Message) -> bool:
+        """Put the author's member record (roles) on a history message; True if done."""
+        guild = message.guild
+        if not self._rules.access.roles or guild is None:
+            return False
+        if isinstance(message.author, discord.Member) or message.author.bot:
+            return False
+        try:
+            message.author = await guild.fetch_member(message.author.id)
+        except discord.HTTPException:
+            return False  # left the guild: no roles to admit them
+        return True
+
+    async def command(self, interaction: discord.Interaction, place: Place, text: str) -> bool:
+        """Store a slash command for the core; False when its user is not allowed."""
+        user = interaction.user
+        if not self._rules.access.allows(user, place.channel_ids):
+            return False
+        msg = self._inbound(place, str(user.id), user.display_name, text, str(interaction.id))
+        await self._inbox.accept(msg)
+        return True
+
+    async def _refuse(self, refused: Refused) -> None:
+        now = self._now()
+        last = self._refused_at.get(refused.user_id)
+        if last is not None and now - last < REFUSE_AGAIN_AFTER_SECONDS:
+            return
+        if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
+            cutoff = now - REFUSE_AGAIN_AFTER_SECONDS  # strangers must not grow memory
+            self._refused_at = {u: t for u, t in self._refused_at.items() if t > cutoff}
+            if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
+                self._refused_at.clear()
+        self._refused_at[refused.user_id] = now
+        channel = self._client().get_partial_messageable(int(refused.place.reply_channel))
+        try:
+            await channel.send(REFUSAL)
+        except (discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError) as exc:
+            log.warning("discord: refusal not sent: %s", exc)
+
+    async def _accept(self, incoming: Incoming) -> None:
+        attachments, notes = await self._download(incoming.attachments)
+        text = "\n".join(p for p in (incoming.text, *notes) if p)
+        place = incoming.place
+        msg = dataclasses.replace(
+            self._inbound(
+                place, incoming.user_id, incoming.user_name, text, str(incoming.message.id)
+            ),
+            reply_to=incoming.reply_to,
+            attachments=tuple(attachments),
+        )
+        accepted = await self._inbox.accept(msg)
+        if accepted.created:
+            self._show_typing(accepted.item, place.reply_channel)
+
+    def _inbound(
+        self, place: Place, user_id: str, user_name: str, text: str, message_id: str
+    ) -> InboundMessage:
+        return InboundMessage(
+            platform=PLATFORM,
+            chat_id=place.chat_id,
+            user_id=user_id,
+            text=text or "(sent a file)",
+            platform_message_id=message_id,
+            dedup_key=message_id,
+            received_at=self._now(),
+            thread_id=place.thread_id,
+            user_name=user_name,
+            is_group=place.is_group,
+        )
+
+    async def _download(
+        self, files: list[discord.Attachment]
+    ) -> tuple[list[Attachment], list[str]]:
+        attachments: list[Attachment] = []
+        notes: list[str] = []
+        folder = self._rules.cache_dir / "discord"
+        for file in files:
+            if file.size > self._rules.max_file_bytes:
+                notes.append(f"[{file.filename} was not read: larger than the file size limit]")
+                continue
+            path = folder / _safe_name(f"{file.id}-{file.filename}")
+            try:
+                data = await file.read()
+                await asyncio.to_thread(_write_file, path, data)
+            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+                log.warning("discord: could not download %s: %s", file.filename, exc)
+                notes.append(f"[{file.filename} could not be downloaded]")
+                continue
+            mime = file.content_type or "application/octet-stream"
+            attachments.append(Attachment(str(path), mime, file.filename, len(data)))
+            notes.append(f"[attached {file.filename} ({mime}, {len(data):,} bytes): {path}]")
+        return attachments, notes
+
+    def _show_typing(self, item: InboxItem, channel_id: str) -> None:
+        """Show "typing…" until ``item``'s turn is done: one loop per channel."""
+        turn = asyncio.ensure_future(asyncio.shield(self._inbox.replies(item)))
+        waiting = self._typing.setdefault(channel_id, set())
+        waiting.add(turn)
+        if len(waiting) == 1:
+            self._tasks.spawn(self._typing_loop(channel_id), name=f"typing:{channel_id}")
+
+    async def _typing_loop(self, channel_id: str) -> None:
+        try:
+            while True:
+                waiting = {t for t in self._typing.get(channel_id, set()) if not t.done()}
+                if not waiting:
+                    self._typing.pop(channel_id, None)  # no await since the check
+                    return
+                self._typing[channel_id] = waiting
+                # The current client each time: it is replaced after a deaf connection.
+                channel = self._client().get_partial_messageable(int(channel_id))
+                with contextlib.suppress(
+                    discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError
+                ):
+                    await channel.typing()  # a courtesy: never a reason to fail
+                await asyncio.wait(waiting, timeout=TYPING_EVERY_SECONDS)
+        finally:
+            for turn in self._typing.pop(channel_id, set()):
+                turn.cancel()
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:200]
