@@ -53,6 +53,7 @@ DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg/"
 # (its default, 2 s, is meant for member chunking, which this adapter does not use).
 GUILD_READY_SECONDS = 0.5
 CATCH_UP_RETRY_SECONDS = 5.0
+LIVE_HOLD_SECONDS = 10.0  # the longest a live message waits for the catch-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,8 @@ class DiscordAdapter:
         # When live events stopped (start-up, a disconnect): catch-up reads from there.
         self._lost_at: float | None = None
         self._catching_up = False
+        self._caught_up = asyncio.Event()
+        self._caught_up.set()
         self._catch_up_wanted: float | None = None
         self._catch_up_channels: set[int] = set()
         self._pause = 1.0
@@ -139,7 +142,7 @@ class DiscordAdapter:
         start-up; an unreachable Discord is retried without holding the gateway up."""
         o = self.options
         self._inbox = inbox
-        self._lost_at = self._now()
+        self._lost()  # nothing was received before now: the first READY catches up
         self._ingester = Ingester(
             lambda: self._client,
             inbox,
@@ -190,8 +193,10 @@ class DiscordAdapter:
                 self._message_content = False
             except asyncio.CancelledError:
                 task = asyncio.current_task()
-                if not self._healing or (task is not None and task.cancelling()):
+                if task is not None and task.cancelling():
                     raise  # stop()
+                if not self._healing:
+                    log.warning("discord: the connection was cancelled; reconnecting")
             except Exception as exc:  # any failure: log it, wait, start afresh
                 self._lost()
                 log.warning(
@@ -206,7 +211,8 @@ class DiscordAdapter:
         self._lost()
         _cancel_ready_wait()
         with contextlib.suppress(Exception):
-            await self._client.close()
+            # Shielded: a stop() meanwhile must not leave this client half closed.
+            await asyncio.shield(self._client.close())
         self._client, self._tree = self._new_client()
         self._install_commands()
         self._healing = False
@@ -227,10 +233,13 @@ class DiscordAdapter:
         # closed under discord.py would dispatch events to a client already gone.
         await self._tasks.close()
         _cancel_ready_wait()
-        await self._client.close()
+        with contextlib.suppress(asyncio.CancelledError):  # a close already under way
+            await self._client.close()
 
     # gateway events
     async def on_ready(self) -> None:
+        if self._closed:
+            return
         client = self._client
         log.info("discord: connected as %s in %d guilds", client.user, len(client.guilds))
         self._connected()
@@ -241,9 +250,13 @@ class DiscordAdapter:
             self._schedule_catch_up(lost_at, delay=0.0)
 
     async def on_resumed(self) -> None:
+        if self._closed:
+            return
         log.info("discord: session resumed")
         self._connected()
         self._lost_at = None  # Discord replayed what happened meanwhile
+        if not self._catching_up:
+            self._caught_up.set()
 
     def _connected(self) -> None:
         self._watchdog.heard()
@@ -260,6 +273,8 @@ class DiscordAdapter:
         self.healthy = False
         if self._lost_at is None:
             self._lost_at = self._now()
+        if self.options.catch_up_max_age > 0:
+            self._caught_up.clear()  # live messages wait for what was missed first
 
     async def on_socket_event_type(self, event_type: str) -> None:
         self._watchdog.heard()
@@ -267,6 +282,12 @@ class DiscordAdapter:
     async def on_message(self, message: discord.Message) -> None:
         if self._closed or self._ingester is None:
             return
+        if not self._caught_up.is_set():
+            # After a new session, messages missed meanwhile go first (a photo sent while
+            # the bot was away, then the question about it): wait for the catch-up, but
+            # not forever. Waiters wake in arrival order, so live order is kept.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._caught_up.wait(), LIVE_HOLD_SECONDS)
         try:
             await self._ingester.message(message, live=True)
         except Exception:
@@ -304,14 +325,17 @@ class DiscordAdapter:
                 try:
                     await self._catch_up.run(self._inbox, lost_at, channels)
                     pause = CATCH_UP_RETRY_SECONDS
-                except Exception:
-                    log.exception("discord: catch-up failed; retrying in %.0f s", pause)
+                except Exception as exc:
+                    self._caught_up.set()  # do not hold live messages through retries
+                    log.warning("discord: catch-up incomplete (%s); again in %.0f s", exc, pause)
                     self._schedule_catch_up(lost_at, delay=0.0)
                     self._catch_up_channels |= channels
                     await asyncio.sleep(pause)
                     pause = min(pause * 2, 300.0)
+                self._caught_up.set()
         finally:
             self._catching_up = False
+            self._caught_up.set()
 
     # replies
     async def send(self, msg: OutboundMessage) -> str | None:

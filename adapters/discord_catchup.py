@@ -6,7 +6,8 @@ READY the adapter reads the messages each candidate channel received after the
 newest one it took there before the connection was lost, never more than
 ``catch_up_max_age`` back:
 
-- chats (DMs, channels, threads) with a message in the inbox that recently;
+- chats (DMs, channels, threads) with a message in the inbox in the week before, the
+  500 most recently active;
 - the allowed channels, and channels and threads under them;
 - unless only channels admit anyone, every guild channel and thread whose last
   message (as the new session's READY reports it) is newer than that.
@@ -37,7 +38,16 @@ from core.inbox import Inbox
 log = logging.getLogger(__name__)
 
 MAX_PER_CHANNEL = 500
+# Chats active this long before the connection was lost are looked at (at most
+# MAX_CHATS of them, the most recently active): one history request each.
+CANDIDATE_DAYS = 7
+MAX_CHATS = 500
+MAX_TRIES = 3  # a message that cannot be stored this often is skipped (and logged)
 PLATFORM = "discord"
+
+
+class Incomplete(Exception):
+    """A catch-up pass left something unread or unstored; it should run again."""
 
 
 class Ingest(Protocol):
@@ -68,33 +78,42 @@ class CatchUp:
         self._scope = scope
         self._now = now
         self._lock = asyncio.Lock()
+        self._failures: dict[int, int] = {}
 
     async def run(self, inbox: Inbox, lost_at: float, channels: Iterable[int] = ()) -> int:
         """Read what arrived after the newest message stored before ``lost_at`` (looking
-        in ``channels`` too); return how many history messages were handed over. Raises
-        if one could not be stored."""
+        in ``channels`` too); return how many history messages were handed over.
+
+        Every channel is tried; ``Incomplete`` is raised at the end if one could not be
+        read or one of its messages stored, so the caller tries the pass again.
+        """
         async with self._lock:  # one pass at a time
             since = self._now() - self._scope.max_age
             cutoff = discord.utils.time_snowflake(datetime.fromtimestamp(since, UTC))
-            starts = await self._starts(inbox, since, lost_at, cutoff)
+            starts = await self._starts(inbox, lost_at, cutoff)
             for channel_id in channels:
                 starts.setdefault(channel_id, cutoff)
-            seen = 0
+            seen, failed = 0, []
             for channel_id, after in starts.items():
                 try:
                     seen += await self._read(channel_id, after)
-                except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+                except (discord.Forbidden, discord.NotFound) as exc:
+                    log.info("discord: no catch-up in channel %s: %s", channel_id, exc)
+                except (discord.HTTPException, aiohttp.ClientError, OSError, Incomplete) as exc:
                     log.warning("discord: catch-up in channel %s failed: %s", channel_id, exc)
+                    failed.append(channel_id)
             if seen:
                 log.info("discord: caught up on %d messages in %d channels", seen, len(starts))
+            if failed:
+                raise Incomplete(f"{len(failed)} channels to read again")
             return seen
 
-    async def _starts(
-        self, inbox: Inbox, since: float, lost_at: float, cutoff: int
-    ) -> dict[int, int]:
+    async def _starts(self, inbox: Inbox, lost_at: float, cutoff: int) -> dict[int, int]:
         """Channel id -> the message id to read after."""
         starts: dict[int, int] = {}
-        for last in await inbox.last_seen(PLATFORM, since, lost_at):
+        # Chats quiet for a while (a DM from last week) can have news too.
+        candidates_since = lost_at - CANDIDATE_DAYS * 86_400
+        for last in await inbox.last_seen(PLATFORM, candidates_since, lost_at, MAX_CHATS):
             chat = last.thread_id or last.chat_id
             if chat.isdigit():
                 mid = int(last.platform_message_id) if last.platform_message_id.isdigit() else 0
@@ -142,7 +161,16 @@ class CatchUp:
                     MAX_PER_CHANNEL,
                 )
         for message in reversed(missed):
-            await self._ingest(message, live=False)
+            try:
+                await self._ingest(message, live=False)
+            except Exception as exc:
+                tries = self._failures.get(message.id, 0) + 1
+                if tries < MAX_TRIES:
+                    self._failures[message.id] = tries
+                    # Stop this channel here: its later messages must not overtake it.
+                    raise Incomplete(f"message {message.id} not stored: {exc}") from exc
+                log.exception("discord: message %s could not be stored; skipped", message.id)
+            self._failures.pop(message.id, None)
         return len(missed)
 
 

@@ -76,16 +76,18 @@ class SlashCommands:
         done, _ = await asyncio.wait({submit}, timeout=DEFER_AFTER_SECONDS)
         if submit in done and not await self._stored(entry, submit):
             return
-        left = deadline - asyncio.get_running_loop().time()
-        answered = asyncio.ensure_future(entry.answered.wait())
         try:
-            await asyncio.wait_for(asyncio.shield(answered), timeout=max(left, 0.0))
-        except TimeoutError:
-            await entry.defer()
+            left = deadline - asyncio.get_running_loop().time()
+            answered = asyncio.ensure_future(entry.answered.wait())
+            try:
+                await asyncio.wait_for(asyncio.shield(answered), timeout=max(left, 0.0))
+            except TimeoutError:
+                await entry.defer()
+            finally:
+                answered.cancel()
         finally:
-            answered.cancel()
-        if submit not in done:
-            await self._stored(entry, submit)
+            if submit not in done:
+                await self._stored(entry, submit)
 
     async def _stored(self, entry: OpenInteraction, submit: asyncio.Future[bool]) -> bool:
         """Whether the command reached the core; if not, say so to its user alone."""

@@ -26,6 +26,7 @@ import aiohttp
 import discord
 
 from adapters.discord_messages import Access, Ignored, Incoming, Place, Refused, decide
+from adapters.discord_send import usable
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage
 from core.store.records import InboxItem
@@ -96,8 +97,8 @@ class Ingester:
 
     async def _take(self, message: discord.Message, *, live: bool) -> None:
         me = self._client().user
-        if me is None:
-            return
+        if me is None:  # the client was replaced meanwhile: the catch-up reads it again
+            raise RuntimeError("discord: not connected")
         r = self._rules
         decision = decide(
             message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
@@ -147,7 +148,10 @@ class Ingester:
             if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
                 self._refused_at.clear()
         self._refused_at[refused.user_id] = now
-        channel = self._client().get_partial_messageable(int(refused.place.reply_channel))
+        client = self._client()
+        if not usable(client):
+            return
+        channel = client.get_partial_messageable(int(refused.place.reply_channel))
         try:
             await channel.send(REFUSAL)
         except (discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError) as exc:
@@ -224,11 +228,13 @@ class Ingester:
                     return
                 self._typing[channel_id] = waiting
                 # The current client each time: it is replaced after a deaf connection.
-                channel = self._client().get_partial_messageable(int(channel_id))
-                with contextlib.suppress(
-                    discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError
-                ):
-                    await channel.typing()  # a courtesy: never a reason to fail
+                client = self._client()
+                if usable(client):
+                    channel = client.get_partial_messageable(int(channel_id))
+                    with contextlib.suppress(
+                        discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError
+                    ):
+                        await channel.typing()  # a courtesy: never a reason to fail
                 await asyncio.wait(waiting, timeout=TYPING_EVERY_SECONDS)
         finally:
             for turn in self._typing.pop(channel_id, set()):

@@ -63,7 +63,13 @@ class OpenInteraction:
                 await self.interaction.response.defer(thinking=True)
             except discord.HTTPException as exc:
                 if exc.code != ALREADY_ACKNOWLEDGED:
-                    raise
+                    # Too late (Discord forgot it) or unreachable: the answer will go
+                    # to the channel instead.
+                    log.warning("discord: could not defer interaction: %s", exc)
+                    return
+            except (aiohttp.ClientError, OSError) as exc:
+                log.warning("discord: could not defer interaction: %s", exc)
+                return
             self.deferred = True
             self.answered.set()
 
@@ -92,11 +98,13 @@ class OpenInteraction:
                 except discord.HTTPException as exc:
                     if exc.code != ALREADY_ACKNOWLEDGED:
                         raise
-                    # An earlier attempt went through but its answer was lost.
+                    # An earlier attempt (a deferral, or this very text) went through but
+                    # its answer was lost: the original response holds one or the other.
                     self.answered.set()
-                    return str(i.id)
-                self.answered.set()
-                return str(callback.message_id or i.id)
+                    self.deferred = True
+                else:
+                    self.answered.set()
+                    return str(callback.message_id or i.id)
             if self.deferred and not self.placeholder_used:
                 edited = await i.edit_original_response(content=text, allowed_mentions=NO_MENTIONS)
                 self.placeholder_used = True
@@ -137,8 +145,7 @@ class ReplySender:
 
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
-        client = self._client()
-        if client.http.token is None or client.is_closed():
+        if not usable(self._client()):
             raise DeliveryError("discord: not connected (logging in or reconnecting)")
         chunks = render(msg.text) or ["…"]
         done = self._chunks_sent.get(msg.id, 0)
@@ -200,6 +207,11 @@ class ReplySender:
                 # Without Read Message History a reply cannot quote: send it plain.
         sent = await channel.send(chunk, allowed_mentions=NO_MENTIONS, nonce=nonce_)
         return str(sent.id)
+
+
+def usable(client: discord.Client) -> bool:
+    """Logged in and not closed: a replaced client is neither until it has logged in."""
+    return client.http.token is not None and not client.is_closed()
 
 
 def nonce(outbox_id: int, index: int, text: str) -> str:

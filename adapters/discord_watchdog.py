@@ -49,12 +49,20 @@ class Watchdog:
         every = min(30.0, self._silence / 4) if self._silence > 0 else 30.0
         while True:
             await asyncio.sleep(every)  # a periodic look, not a wait for an event
-            if not healthy():
-                continue  # connecting: discord.py and the adapter are on it
-            reason = self._unacked() or await self._unanswered()
-            if reason is not None:
-                self.heard()  # the fresh connection gets a full period
-                await self._heal(reason)
+            try:
+                await self._look(healthy)
+            except Exception:  # the watchdog must outlive any one look
+                log.exception("discord: watchdog check failed")
+
+    async def _look(self, healthy: Callable[[], bool]) -> None:
+        if not healthy():
+            return  # connecting: discord.py and the adapter are on it
+        ws = self._client().ws
+        reason = self._unacked() or await self._unanswered()
+        # A reconnect during the probe made it moot: only heal the socket it was about.
+        if reason is not None and healthy() and self._client().ws is ws:
+            self.heard()  # the fresh connection gets a full period
+            await self._heal(reason)
 
     def _unacked(self) -> str | None:
         ws = self._client().ws
@@ -71,14 +79,15 @@ class Watchdog:
         client = self._client()
         if self._silence <= 0 or quiet <= self._silence or not client.guilds:
             return None
-        guild = client.guilds[0]
+        guild = next((g for g in client.guilds if not g.unavailable), None)
         me = client.user
-        if me is None:
+        if me is None or guild is None:
             return None
         timeout = min(PROBE_TIMEOUT_SECONDS, max(self._silence, 1.0))
         try:
             await asyncio.wait_for(guild.query_members(user_ids=[me.id], cache=False), timeout)
-        except (TimeoutError, discord.ClientException, RuntimeError) as exc:
+        except (TimeoutError, discord.ClientException, RuntimeError, OSError) as exc:
+            # OSError covers aiohttp's reset connection: the socket is going anyway.
             return f"no event for {quiet:.0f} s and no answer to a probe ({exc.__class__.__name__})"
         log.debug("discord: quiet for %.0f s, but the gateway answers", quiet)
         self.heard()

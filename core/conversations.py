@@ -191,8 +191,10 @@ class Conversations:
             platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
         )
 
-    async def last_seen(self, platform: str, since: float, until: float) -> list[LastSeen]:
-        return await self.db.last_seen(platform, since, until)
+    async def last_seen(
+        self, platform: str, since: float, until: float, limit: int = 500
+    ) -> list[LastSeen]:
+        return await self.db.last_seen(platform, since, until, limit)
 
     def command_menu(self) -> list[tuple[str, str]]:
         return [(c.name, c.summary) for c in self.commands.all()]

@@ -30,7 +30,9 @@ class Inbox(Protocol):
         """Replies for one chat with an outbox id above ``after`` (pull delivery)."""
         ...
 
-    async def last_seen(self, platform: str, since: float, until: float) -> list[LastSeen]:
+    async def last_seen(
+        self, platform: str, since: float, until: float, limit: int = 500
+    ) -> list[LastSeen]:
         """Per chat of ``platform`` with messages received in [since, until): the newest
         (where a reconnecting adapter resumes reading the platform's history)."""
         ...

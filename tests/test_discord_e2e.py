@@ -485,3 +485,20 @@ async def test_a_live_message_right_after_a_restart_does_not_hide_a_missed_one(
     answered = {m.reference_id for m in dc.sent}
     assert {missed["id"], live["id"]} <= answered
     assert len(dc.sent) == 3
+
+
+async def test_a_photo_sent_while_away_comes_before_the_question_asked_after(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeDiscord() as dc:
+        async with discord_gateway(home, dc, fake_openai):
+            dc.dm("hello")
+            await dc.wait_sent(1)
+        dc.dm("", attachments=[("cat.png", b"\x89PNG fake", "image/png")])
+        async with discord_gateway(home, dc, fake_openai):
+            dc.dm("what is in the picture I sent?")  # live, while the catch-up is due
+            await dc.wait_sent(3)
+
+    texts = [r["text"] for r in rows(home, "SELECT text FROM inbox ORDER BY id")]
+    assert texts[1].startswith("[attached cat.png")
+    assert texts[2] == "what is in the picture I sent?"

@@ -101,9 +101,11 @@ class SessionDB:
         async with self.engines.read.connect() as conn:
             return await inbox_ops.newest_id(conn)
 
-    async def last_seen(self, platform: str, since: float, until: float) -> list[LastSeen]:
+    async def last_seen(
+        self, platform: str, since: float, until: float, limit: int = 500
+    ) -> list[LastSeen]:
         async with self.engines.read.connect() as conn:
-            return await inbox_ops.last_seen(conn, platform, since, until)
+            return await inbox_ops.last_seen(conn, platform, since, until, limit)
 
     async def inbox_item(self, inbox_id: int) -> InboxItem | None:
         async with self.engines.read.connect() as conn:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import desc, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.messages import Attachment, InboundMessage
@@ -64,22 +64,25 @@ async def newest_id(conn: AsyncConnection) -> int:
 
 
 async def last_seen(
-    conn: AsyncConnection, platform: str, since: float, until: float
+    conn: AsyncConnection, platform: str, since: float, until: float, limit: int = 500
 ) -> list[LastSeen]:
     """Per chat and thread of ``platform`` with a message received in [since, until):
-    the newest one."""
+    the newest one; the ``limit`` most recently active chats."""
     newest = (
-        select(func.max(inbox.c.id))
+        select(func.max(inbox.c.id).label("newest"))
         .where(
             inbox.c.platform == platform,
             inbox.c.received_at >= since,
             inbox.c.received_at < until,
         )
         .group_by(inbox.c.chat_id, inbox.c.thread_id)
+        .order_by(desc("newest"))
+        .limit(limit)
+        .subquery()
     )
     query = select(
         inbox.c.chat_id, inbox.c.thread_id, inbox.c.platform_message_id, inbox.c.received_at
-    ).where(inbox.c.id.in_(newest))
+    ).where(inbox.c.id.in_(select(newest.c.newest)))
     rows = await conn.execute(query.order_by(inbox.c.id))
     return [LastSeen(r.chat_id, r.thread_id, r.platform_message_id, r.received_at) for r in rows]
 
