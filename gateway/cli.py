@@ -48,6 +48,9 @@ def _configure_logging(settings: Settings) -> None:
     # APScheduler logs each periodic check twice at INFO.
     for noisy in ("httpx", "httpcore", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.root.level))
+    # discord.py's DEBUG lines carry every gateway event and request body (message text)
+    # and interaction webhook URLs (a token each); its INFO lines are worth keeping.
+    logging.getLogger("discord").setLevel(max(logging.INFO, logging.root.level))
 
 
 @app.command()

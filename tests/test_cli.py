@@ -22,6 +22,7 @@ import yaml
 
 from gateway.config import Settings, load_settings
 from migrations.runner import head_revision
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CHATGATE = Path(sys.executable).parent / "chatgate"
@@ -378,3 +379,32 @@ async def test_a_crash_after_accepting_loses_nothing(
     # A redelivery of the crashed message id gets the recovered turn's replies.
     assert [r["text"] for r in status.json()["replies"]] == ["echo: crash me"]
     assert inbox_status(home, "m-crash") == "done"
+
+
+async def test_run_with_discord_logs_neither_secrets_nor_messages_even_at_debug(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    secret_text = "my locker code is 4-8-15-16"
+    async with FakeDiscord() as dc:
+        env = {
+            **fake_openai.gateway_env(),
+            **dc.gateway_env(DISCORD_ALLOW_ALL_USERS="true"),
+            "CHATGATE_LOG_LEVEL": "debug",
+        }
+        with gateway_process(home, env) as (proc, url):
+            async with client_for(url) as client:
+                await wait_ready(proc, client)
+                await dc.wait_commands()
+                dc.dm(secret_text)
+                await dc.wait_sent(1)
+                interaction = dc.slash("help", dm=True)
+                await dc.wait_responses(1)
+            proc.send_signal(signal.SIGTERM)
+            assert await asyncio.to_thread(proc.wait, 30) in (0, -signal.SIGTERM)
+    log = run_log(home)
+
+    assert "discord: connected as" in log  # the adapter's INFO lines are kept
+    assert dc.token not in log
+    assert interaction["token"] not in log  # interaction webhook URLs carry one
+    assert "locker code" not in log
+    assert "Traceback" not in log
