@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+
+from tests.fakes.loopback import free_port as free_port  # the benches import it from here
 
 HOST = "127.0.0.1"
 READY_TIMEOUT_SECONDS = 60.0
@@ -26,14 +27,6 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 class ServerError(Exception):
     """The server did not become ready; carries the tail of its log."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class ServerProcess:

@@ -6,7 +6,6 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import yaml
 from gateway.config import Settings, load_settings
 from migrations.runner import head_revision
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.loopback import free_port
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CHATGATE = Path(sys.executable).parent / "chatgate"
@@ -226,13 +226,6 @@ def test_chat_new_starts_a_fresh_session_and_show_prints_it(home: Path) -> None:
 
 
 # -- chatgate run as a real process -----------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -24,6 +23,7 @@ from tests.fakes.discord_server import (
     FakeDiscord,
     make_user,
 )
+from tests.fakes.loopback import free_port
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 
@@ -382,9 +382,7 @@ async def test_a_role_admits_a_message_caught_up_after_a_restart(
 async def test_the_gateway_starts_while_discord_is_unreachable(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # nothing listens there
     env = {
         **fake_openai.gateway_env(),
         "DISCORD_BOT_TOKEN": "token",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
@@ -15,6 +14,7 @@ import pytest
 
 from core.errors import ConfigError
 from gateway.config import load_settings
+from tests.fakes.loopback import free_port
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import (
     DEFAULT_GROUP_ID,
@@ -371,9 +371,7 @@ def test_a_webhook_url_that_does_not_reach_the_route_is_refused_at_start(home: P
 async def test_the_gateway_starts_while_telegram_is_unreachable(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # nothing listens there
     env = {
         **fake_openai.gateway_env(),
         "TELEGRAM_BOT_TOKEN": "123:abc",
