@@ -500,3 +500,16 @@ async def test_a_photo_sent_while_away_comes_before_the_question_asked_after(
     texts = [r["text"] for r in rows(home, "SELECT text FROM inbox ORDER BY id")]
     assert texts[1].startswith("[attached cat.png")
     assert texts[2] == "what is in the picture I sent?"
+
+
+async def test_an_attachment_over_the_size_cap_is_named_but_not_read(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config(home, "discord:\n  max_file_bytes: 1000\n")
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai):
+        dc.dm("look", attachments=[("big.bin", b"x" * 5000, "application/octet-stream")])
+        await dc.wait_sent(1)
+
+    [item] = rows(home, "SELECT text FROM inbox")
+    assert item["text"] == "look\n[big.bin was not read: larger than the file size limit]"
+    assert not (home / "cache" / "discord").exists()  # nothing was downloaded
