@@ -142,6 +142,7 @@ class DiscordAdapter:
         start-up; an unreachable Discord is retried without holding the gateway up."""
         o = self.options
         self._inbox = inbox
+        self._replies.progress.record = inbox.parts_sent
         self._lost()  # nothing was received before now: the first READY catches up
         self._ingester = Ingester(
             lambda: self._client,

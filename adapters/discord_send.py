@@ -27,6 +27,7 @@ import aiohttp
 import discord
 
 from adapters.discord_format import render
+from adapters.reply_parts import PartProgress
 from core.errors import DeliveryError, Undeliverable
 from core.messages import OutboundMessage
 
@@ -141,26 +142,17 @@ class ReplySender:
     def __init__(self, client: Callable[[], discord.Client], interactions: Interactions) -> None:
         self._client = client
         self._interactions = interactions
-        self._chunks_sent: dict[int, int] = {}
+        self.progress = PartProgress()
 
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
         if not usable(self._client()):
             raise DeliveryError("discord: not connected (logging in or reconnecting)")
-        chunks = render(msg.text) or ["…"]
-        done = self._chunks_sent.get(msg.id, 0)
-        last: str | None = None
-        for index, chunk in enumerate(chunks):
-            if index < done:
-                continue  # sent before a failure further on: never twice
-            try:
-                last = await self._send_chunk(msg, index, chunk)
-            except Undeliverable:
-                self._chunks_sent.pop(msg.id, None)
-                raise
-            self._chunks_sent[msg.id] = index + 1
-        self._chunks_sent.pop(msg.id, None)
-        return last
+
+        async def one(index: int, chunk: str) -> str:
+            return await self._send_chunk(msg, index, chunk)
+
+        return await self.progress.send(msg, render(msg.text) or ["…"], one)
 
     async def _send_chunk(self, msg: OutboundMessage, index: int, chunk: str) -> str:
         interaction = self._interactions.get(msg.reply_to)

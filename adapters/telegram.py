@@ -12,7 +12,8 @@
   at 4,096 UTF-16 units without cutting an entity; a chunk whose formatting Telegram
   rejects is resent plain. A reply goes to the message's topic. ``RetryAfter`` waits the
   given time; a blocked bot (403) makes the reply ``Undeliverable``; other errors leave
-  it in the outbox, retried with backoff. Chunks already sent are not sent again.
+  it in the outbox, retried with backoff. Chunks already sent are not sent again, even
+  after a restart (the outbox records them).
 - **Typing** is shown, refreshed every 4 s, while a turn runs.
 """
 
@@ -136,6 +137,7 @@ class TelegramAdapter:
         background so the rest of the gateway starts (``healthy`` stays False meanwhile).
         A token Telegram rejects stops start-up."""
         self._inbox = inbox
+        self._replies.progress.record = inbox.parts_sent
         try:
             await self._connect(inbox)
         except InvalidToken as exc:

@@ -5,7 +5,7 @@ formatting Telegram rejects is resent plain, a vanished topic falls back to the 
 ``RetryAfter`` is waited out; a blocked bot or another permanent refusal makes the
 reply ``Undeliverable`` (and the chat is not tried again until the person writes),
 anything else a ``DeliveryError`` the outbox retries. Chunks already sent before a
-failure are skipped on the retry.
+failure are skipped on the retry, after a restart too (``adapters.reply_parts``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from adapters.reply_parts import PartProgress
 from adapters.telegram_format import Chunk, plain_chunk, render
 from core.errors import DeliveryError, Undeliverable
 from core.messages import OutboundMessage
@@ -41,7 +42,7 @@ class ReplySender:
 
     def __init__(self, bot: Bot) -> None:
         self._bot = bot
-        self._chunks_sent: dict[int, int] = {}
+        self.progress = PartProgress()
         # Chats whose person blocked the bot: not tried again until they write again.
         self._unreachable: set[str] = set()
 
@@ -52,21 +53,11 @@ class ReplySender:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
         if msg.chat_id in self._unreachable:
             raise Undeliverable(f"telegram chat {msg.chat_id}: the bot was blocked")
-        chunks = render(msg.text)
-        done = self._chunks_sent.get(msg.id, 0)
-        last: str | None = None
-        for index, chunk in enumerate(chunks):
-            if index < done:
-                continue  # sent before a failure further on: never twice
-            reply_to = msg.reply_to if index == 0 else None
-            try:
-                last = await self._send_chunk(msg, chunk, reply_to)
-            except Undeliverable:
-                self._chunks_sent.pop(msg.id, None)  # never retried: nothing to remember
-                raise
-            self._chunks_sent[msg.id] = index + 1
-        self._chunks_sent.pop(msg.id, None)
-        return last
+
+        async def one(index: int, chunk: Chunk) -> str:
+            return await self._send_chunk(msg, chunk, msg.reply_to if index == 0 else None)
+
+        return await self.progress.send(msg, render(msg.text), one)
 
     async def _send_chunk(self, msg: OutboundMessage, chunk: Chunk, reply_to: str | None) -> str:
         thread = int(msg.thread_id) if msg.thread_id else None

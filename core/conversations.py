@@ -199,6 +199,9 @@ class Conversations:
     def command_menu(self) -> list[tuple[str, str]]:
         return [(c.name, c.summary) for c in self.commands.all()]
 
+    async def parts_sent(self, outbox_id: int, parts: int) -> None:
+        await self.db.note_parts_sent(outbox_id, parts)
+
     def delivered(self, ids: Sequence[int]) -> None:
         self._delivery_log.note(ids)
 

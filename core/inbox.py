@@ -41,6 +41,11 @@ class Inbox(Protocol):
         """The chat commands as (name, one-line summary), for a platform's command menu."""
         ...
 
+    async def parts_sent(self, outbox_id: int, parts: int) -> None:
+        """Record, durably, that the first ``parts`` parts of a long reply went out: a
+        retry (even after a restart) resumes after them (``OutboundMessage.parts_sent``)."""
+        ...
+
     def delivered(self, ids: Sequence[int]) -> None:
         """Record, soon and in bulk, that these replies reached the person."""
         ...

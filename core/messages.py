@@ -58,6 +58,8 @@ class OutboundMessage:
     reply_to: str | None = None
     inbox_id: int | None = None
     created_at: float = 0.0
+    # Parts of this reply already delivered (a long reply goes out in several).
+    parts_sent: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -384,3 +384,26 @@ async def test_the_gateway_starts_while_telegram_is_unreachable(
     assert answered.json()["replies"] == [{"text": "echo: the webhook still works"}]
     assert ready.status_code == 503
     assert ready.json()["unhealthy"] == ["telegram"]
+
+
+async def test_parts_of_a_long_reply_sent_before_a_restart_are_not_sent_again(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    paragraphs = [f"Part of the answer number {i}. " + "lorem ipsum " * 30 for i in range(30)]
+    fake_openai.reply_text("\n\n".join(paragraphs))  # about 12,000 characters: 3 messages
+    async with FakeTelegram() as tg:
+        async with telegram_gateway(home, tg, fake_openai):
+            tg.fail("sendMessage", status=500, after=1, times=1000)  # the 2nd part fails
+            tg.push_update(tg.private_message("tell me everything"))
+            await tg.wait_call("sendMessage", 2)
+            [first] = tg.sent
+        [row] = rows(home, "SELECT status, parts_sent FROM outbox")
+        tg.clear_failures()
+        async with telegram_gateway(home, tg, fake_openai):
+            await tg.wait_until(lambda: "number 29" in tg.sent[-1].text)
+
+    assert row == {"status": "pending", "parts_sent": 1}
+    texts = [m.text for m in tg.sent]
+    assert texts[0] == first.text
+    assert len(texts) == 3  # the first part was not sent a second time after the restart
+    assert all(f"number {i}." in "".join(texts) for i in range(30))

@@ -175,6 +175,9 @@ class SessionDB:
         async with self.engines.read.connect() as conn:
             return await outbox_ops.pending_for(conn, platform, limit, after)
 
+    async def note_parts_sent(self, outbox_id: int, parts: int) -> None:
+        await self.write(lambda c: outbox_ops.note_parts_sent(c, outbox_id, parts))
+
     async def mark_failed(self, ids: Sequence[int], error: str) -> None:
         await self.write(lambda c: outbox_ops.mark_failed(c, ids, error))
 

@@ -33,6 +33,7 @@ _DELIVERED_ONE = (
     "UPDATE outbox SET status = 'delivered', delivered_at = :at, "
     "platform_message_id = :platform_message_id WHERE id = :id"
 )
+_PARTS = "UPDATE outbox SET parts_sent = :parts WHERE id = :id AND parts_sent < :parts"
 _DELIVERED = (
     "UPDATE outbox SET status = 'delivered', delivered_at = :at "
     "WHERE id = :id AND status <> 'delivered'"
@@ -111,6 +112,11 @@ _FAILED = (
 )
 
 
+def note_parts_sent(tx: Tx, outbox_id: int, parts: int) -> None:
+    """Record that the first ``parts`` parts of a long reply were delivered."""
+    tx.execute(_PARTS, {"id": outbox_id, "parts": parts})
+
+
 def mark_failed(tx: Tx, ids: Sequence[int], error: str) -> None:
     """Give up on replies that can never be delivered (they are kept, marked failed)."""
     tx.executemany(_FAILED, [{"id": i, "error": error[:2000]} for i in ids])
@@ -187,4 +193,5 @@ def _from_row(row: Row[Any]) -> OutboundMessage:
         reply_to=row.reply_to,
         inbox_id=row.inbox_id,
         created_at=row.created_at,
+        parts_sent=row.parts_sent,
     )

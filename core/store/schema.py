@@ -132,6 +132,8 @@ outbox = Table(
     # pending -> delivered | failed
     Column("status", String(16), nullable=False),
     Column("attempts", Integer, nullable=False, server_default="0"),
+    # Parts of a long reply already delivered: a retry resumes after them.
+    Column("parts_sent", Integer, nullable=False, server_default="0"),
     Column("created_at", Float, nullable=False),
     Column("delivered_at", Float),
     Column("platform_message_id", String(255)),

@@ -363,7 +363,7 @@ class FakeTelegram:
         self.blocked_chats: set[int] = set()
         self.chats: dict[int, Json] = {}
         self.messages: dict[tuple[int, int], Json] = {}
-        self._failures: dict[str, deque[Failure]] = {}
+        self._failures: dict[str, deque[Failure | None]] = {}  # None: let one through
         self._update_ids = itertools.count(first_update_id)
         self._message_ids = itertools.count(1)
         self._file_ids = itertools.count(1)
@@ -534,8 +534,10 @@ class FakeTelegram:
         retry_after: int | None = None,
         description: str | None = None,
         times: int = 1,
+        after: int = 0,
     ) -> None:
-        """Answer the next ``times`` calls of ``method`` with an error (queued in order).
+        """Answer the next ``times`` calls of ``method`` with an error (queued in order),
+        once ``after`` more calls have succeeded.
 
         429 carries ``parameters.retry_after`` (default 1 s). Default descriptions are
         Telegram's: 409 is the "terminated by other getUpdates request" conflict, 403
@@ -548,7 +550,11 @@ class FakeTelegram:
             default = _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
         failure = Failure(status, description or default, retry_after)
         name = self._canonical.get(method.lower(), method)
-        self._failures.setdefault(name, deque()).extend([failure] * times)
+        self._failures.setdefault(name, deque()).extend([None] * after + [failure] * times)
+
+    def clear_failures(self) -> None:
+        """Drop the injected failures not yet consumed: Telegram is well again."""
+        self._failures.clear()
 
     def block_chat(self, chat_id: int) -> None:
         """From now on every send to ``chat_id`` fails 403 (the user blocked the bot)."""
@@ -878,7 +884,8 @@ class FakeTelegram:
         queue = self._failures.get(name)
         if queue:
             failure = queue.popleft()
-            raise ApiError(failure.status, failure.description, failure.retry_after)
+            if failure is not None:
+                raise ApiError(failure.status, failure.description, failure.retry_after)
 
     async def _download(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
