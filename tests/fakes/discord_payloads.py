@@ -2,9 +2,11 @@
 
 Only what the fake needs: snowflakes, the fixed world (bot, a human, a guild with a
 ``general`` channel) and builders for users, channels, threads, roles, members, messages,
-attachments and application commands. The field sets follow what discord.py 2.7's
-parsers read (``Guild._from_data``, ``TextChannel._update``, ``Thread._from_data``,
-``Member.__init__``, ``Message.__init__``, ``Attachment.__init__``, ``AppCommand``).
+attachments, application commands, the application and gateway discovery. The field sets
+follow what discord.py 2.7's parsers read (``Guild._from_data``, ``TextChannel._update``,
+``Thread._from_data``, ``Member.__init__``, ``Message.__init__``, ``Attachment.__init__``,
+``AppCommand``). Also Discord's error answers (``ApiError`` and its codes) and the paging
+of channel history.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import email.policy
 import itertools
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -369,6 +371,39 @@ def command_options(command: Json, values: dict[str, str]) -> list[Json]:
     return options
 
 
+def application(owner: Json) -> Json:
+    """``GET /oauth2/applications/@me``: the bot's application, owned by ``owner``."""
+    return {
+        "id": APPLICATION_ID,
+        "name": BOT_USER["username"],
+        "description": "",
+        "icon": None,
+        "bot_public": True,
+        "bot_require_code_grant": False,
+        "owner": owner,
+        "team": None,
+        "verify_key": "0" * 64,
+        "flags": 0,
+        "bot": BOT_USER,
+        "summary": "",
+        "interactions_endpoint_url": None,
+    }
+
+
+def gateway_bot(url: str) -> Json:
+    """``GET /gateway/bot`` (and ``/gateway``): where to connect, one shard."""
+    return {
+        "url": url,
+        "shards": 1,
+        "session_start_limit": {
+            "total": 1000,
+            "remaining": 999,
+            "reset_after": 14_400_000,
+            "max_concurrency": 1,
+        },
+    }
+
+
 def error_body(code: int, message: str, errors: Json | None = None) -> Json:
     """Discord's JSON error body."""
     body: Json = {"message": message, "code": code}
@@ -380,6 +415,55 @@ def error_body(code: int, message: str, errors: Json | None = None) -> Json:
 def field_error(field: str, code: str, message: str) -> Json:
     """The ``errors`` tree of a 50035 Invalid Form Body for one field."""
     return {field: {"_errors": [{"code": code, "message": message}]}}
+
+
+# Error codes (https://discord.com/developers/docs/topics/opcodes-and-status-codes).
+UNKNOWN_CHANNEL = (10003, "Unknown Channel")
+UNKNOWN_MESSAGE = (10008, "Unknown Message")
+UNKNOWN_WEBHOOK = (10015, "Unknown Webhook")
+UNKNOWN_INTERACTION = (10062, "Unknown interaction")
+ALREADY_ACKNOWLEDGED = (40060, "Interaction has already been acknowledged.")
+EMPTY_MESSAGE = (50006, "Cannot send an empty message")
+NON_TEXT_CHANNEL = (50008, "Cannot send messages in a non-text channel")
+INVALID_RECIPIENTS = (50033, "Invalid Recipient(s)")
+INVALID_FORM_BODY = (50035, "Invalid Form Body")
+
+
+class ApiError(Exception):
+    """A Discord error answer, raised inside a handler and turned into the JSON body."""
+
+    def __init__(self, status: int, code: int, message: str, *, errors: Json | None = None) -> None:
+        super().__init__(f"{status} {code} {message}")
+        self.status = status
+        self.body = error_body(code, message, errors)
+
+
+def invalid(field_name: str, code: str, text: str) -> ApiError:
+    """A 400 Invalid Form Body naming one field."""
+    return ApiError(400, *INVALID_FORM_BODY, errors=field_error(field_name, code, text))
+
+
+def history_page(messages: list[Json], query: Mapping[str, str]) -> list[Json]:
+    """``GET /channels/{id}/messages``: up to ``limit`` messages, newest first."""
+    try:
+        limit = int(query.get("limit", "50"))
+    except ValueError:
+        raise invalid("limit", "NUMBER_TYPE_COERCE", "Value is not int.") from None
+    if not 1 <= limit <= 100:
+        raise invalid("limit", "NUMBER_TYPE_MAX", "int value should be between 1 and 100.")
+    ordered = sorted(messages, key=lambda m: int(m["id"]))
+    if "around" in query:
+        pivot = int(query["around"])
+        older = [m for m in ordered if int(m["id"]) < pivot][-(limit // 2) :] if limit > 1 else []
+        newer = [m for m in ordered if int(m["id"]) >= pivot][: limit - len(older)]
+        page = older + newer
+    elif "after" in query:
+        page = [m for m in ordered if int(m["id"]) > int(query["after"])][:limit]
+    else:
+        if "before" in query:
+            ordered = [m for m in ordered if int(m["id"]) < int(query["before"])]
+        page = ordered[-limit:]
+    return list(reversed(page))
 
 
 def parse_multipart(content_type: str, body: bytes) -> tuple[Json | None, list[tuple[str, bytes]]]:
