@@ -107,12 +107,15 @@ class SlashCommands:
         if self._synced:
             return
         wanted = sorted(
-            (c.name, c.description)
+            (c.name, c.description, tuple(p.name for p in c.parameters))
             for c in tree.get_commands()
             if isinstance(c, app_commands.Command)
         )
         try:
-            current = sorted((c.name, c.description) for c in await tree.fetch_commands())
+            current = sorted(
+                (c.name, c.description, tuple(o.name for o in c.options))
+                for c in await tree.fetch_commands()
+            )
             if current != wanted:
                 await tree.sync()
                 log.info("discord: registered %d slash commands", len(wanted))

@@ -513,3 +513,22 @@ async def test_an_attachment_over_the_size_cap_is_named_but_not_read(
     [item] = rows(home, "SELECT text FROM inbox")
     assert item["text"] == "look\n[big.bin was not read: larger than the file size limit]"
     assert not (home / "cache" / "discord").exists()  # nothing was downloaded
+
+
+async def test_slash_commands_are_registered_once_not_at_every_start(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeDiscord() as dc:
+        async with discord_gateway(home, dc, fake_openai):
+            commands = await dc.wait_commands()
+        first_start = dc.requests_to("PUT", "/commands")
+        dc.requests.clear()
+        async with discord_gateway(home, dc, fake_openai):
+            await dc.wait_until(lambda: bool(dc.requests_to("GET", "/commands")))
+            dc.dm("hello")  # a whole turn: the comparison that follows the GET is long done
+            await dc.wait_sent(1)
+        second_start = dc.requests_to("PUT", "/commands")
+
+    assert len(commands) >= 4
+    assert len(first_start) == 1
+    assert second_start == []  # the same commands were found in place
