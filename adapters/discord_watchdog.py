@@ -5,7 +5,7 @@ does not notice one that stays "connected" while Discord's side stopped sending:
 heartbeats unacknowledged, or acknowledged while no event arrives any more. The
 watchdog looks every so often:
 
-- heartbeats sent but none acknowledged for two intervals (and a margin): deaf;
+- heartbeats sent but none acknowledged for two and a half intervals: deaf;
 - no event for ``silence`` seconds while in a guild: ask the gateway for the bot's
   own member record (REQUEST_GUILD_MEMBERS by id, no privileged intent), which comes
   back as an event. If it does not come back in time, deaf; if it does, the server
@@ -24,6 +24,9 @@ import discord
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 10.0
+# Heartbeat intervals without an acknowledgement before the socket counts as deaf:
+# two beats missed and half an interval of slack (about 100 s with Discord's 41.25 s).
+UNACKED_BEATS = 2.5
 
 
 class Watchdog:
@@ -70,8 +73,8 @@ class Watchdog:
         if beat is None or not beat.interval:
             return None
         unacked = time.perf_counter() - beat._last_ack
-        if unacked > 2 * beat.interval + 5:
-            return f"no heartbeat acknowledged for {unacked:.0f} s"
+        if unacked > UNACKED_BEATS * beat.interval:
+            return f"no heartbeat acknowledged for {unacked:.1f} s"
         return None
 
     async def _unanswered(self) -> str | None:

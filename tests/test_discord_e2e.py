@@ -532,3 +532,21 @@ async def test_slash_commands_are_registered_once_not_at_every_start(
     assert len(commands) >= 4
     assert len(first_start) == 1
     assert second_start == []  # the same commands were found in place
+
+
+async def test_unacknowledged_heartbeats_get_a_fresh_connection(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config(home, "discord:\n  watchdog_silence_seconds: 0.4\n")  # looks every 0.1 s
+    async with (
+        FakeDiscord(heartbeat_interval=0.2) as dc,
+        discord_gateway(home, dc, fake_openai),
+    ):
+        dc.ack_heartbeats = False  # Discord's side of the socket went quiet
+        await dc.wait_ready(2)  # the watchdog started a new session
+        dc.ack_heartbeats = True
+        dc.dm("still there?")
+        [reply] = await dc.wait_sent(1)
+
+    assert reply.content == "echo: still there?"
+    assert dc.identifies >= 2
