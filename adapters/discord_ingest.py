@@ -14,22 +14,25 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import discord
 
+from adapters.courtesy import (
+    RefusalLimiter,
+    TypingIndicator,
+    not_downloaded,
+    save_attachment,
+    too_big,
+)
 from adapters.discord_messages import Access, Ignored, Incoming, Place, Refused, decide
 from adapters.discord_send import usable
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage
-from core.store.records import InboxItem
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -40,8 +43,6 @@ REFUSAL = (
     "Sorry, I can only talk with people this bot's owner has allowed. "
     "Ask them to add you (discord.allowed_users)."
 )
-REFUSE_AGAIN_AFTER_SECONDS = 3600.0
-MAX_REMEMBERED_REFUSALS = 10_000
 
 
 @dataclasses.dataclass(slots=True)
@@ -79,8 +80,8 @@ class Ingester:
         self._tasks = tasks
         self._now = now
         self._order: dict[int, _Queue] = {}
-        self._refused_at: dict[str, float] = {}
-        self._typing: dict[str, set[asyncio.Future[Any]]] = {}
+        self._refusals = RefusalLimiter(now)
+        self._typing = TypingIndicator(self._send_typing, tasks, every=TYPING_EVERY_SECONDS)
 
     async def message(self, message: discord.Message, *, live: bool) -> None:
         """Store ``message`` if it is for the agent; raise if it could not be stored."""
@@ -104,7 +105,7 @@ class Ingester:
             message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
         )
         if isinstance(decision, Refused) and not live and await self._with_roles(message):
-            decision = decide(
+            decision = decide(  # again, now that the author's roles are known
                 message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
             )
         if isinstance(decision, Ignored):
@@ -138,18 +139,8 @@ class Ingester:
         return True
 
     async def _refuse(self, refused: Refused) -> None:
-        now = self._now()
-        last = self._refused_at.get(refused.user_id)
-        if last is not None and now - last < REFUSE_AGAIN_AFTER_SECONDS:
-            return
-        if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
-            cutoff = now - REFUSE_AGAIN_AFTER_SECONDS  # strangers must not grow memory
-            self._refused_at = {u: t for u, t in self._refused_at.items() if t > cutoff}
-            if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
-                self._refused_at.clear()
-        self._refused_at[refused.user_id] = now
         client = self._client()
-        if not usable(client):
+        if not usable(client) or not self._refusals.due(refused.user_id):
             return
         channel = client.get_partial_messageable(int(refused.place.reply_channel))
         try:
@@ -170,7 +161,7 @@ class Ingester:
         )
         accepted = await self._inbox.accept(msg)
         if accepted.created:
-            self._show_typing(accepted.item, place.reply_channel)
+            self._typing.show(place.reply_channel, self._inbox.replies(accepted.item))
 
     def _inbound(
         self, place: Place, user_id: str, user_name: str, text: str, message_id: str
@@ -196,55 +187,24 @@ class Ingester:
         folder = self._rules.cache_dir / "discord"
         for file in files:
             if file.size > self._rules.max_file_bytes:
-                notes.append(f"[{file.filename} was not read: larger than the file size limit]")
-                continue
-            path = folder / _safe_name(f"{file.id}-{file.filename}")
-            try:
-                data = await file.read()
-                await asyncio.to_thread(_write_file, path, data)
-            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
-                log.warning("discord: could not download %s: %s", file.filename, exc)
-                notes.append(f"[{file.filename} could not be downloaded]")
+                notes.append(too_big(file.filename))
                 continue
             mime = file.content_type or "application/octet-stream"
-            attachments.append(Attachment(str(path), mime, file.filename, len(data)))
-            notes.append(f"[attached {file.filename} ({mime}, {len(data):,} bytes): {path}]")
+            try:
+                data = await file.read()
+                attachment, note = await save_attachment(
+                    folder, str(file.id), file.filename, mime, data
+                )
+            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+                log.warning("discord: could not download %s: %s", file.filename, exc)
+                notes.append(not_downloaded(file.filename))
+                continue
+            attachments.append(attachment)
+            notes.append(note)
         return attachments, notes
 
-    def _show_typing(self, item: InboxItem, channel_id: str) -> None:
-        """Show "typing…" until ``item``'s turn is done: one loop per channel."""
-        turn = asyncio.ensure_future(asyncio.shield(self._inbox.replies(item)))
-        waiting = self._typing.setdefault(channel_id, set())
-        waiting.add(turn)
-        if len(waiting) == 1:
-            self._tasks.spawn(self._typing_loop(channel_id), name=f"typing:{channel_id}")
-
-    async def _typing_loop(self, channel_id: str) -> None:
-        try:
-            while True:
-                waiting = {t for t in self._typing.get(channel_id, set()) if not t.done()}
-                if not waiting:
-                    self._typing.pop(channel_id, None)  # no await since the check
-                    return
-                self._typing[channel_id] = waiting
-                # The current client each time: it is replaced after a deaf connection.
-                client = self._client()
-                if usable(client):
-                    channel = client.get_partial_messageable(int(channel_id))
-                    with contextlib.suppress(
-                        discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError
-                    ):
-                        await channel.typing()  # a courtesy: never a reason to fail
-                await asyncio.wait(waiting, timeout=TYPING_EVERY_SECONDS)
-        finally:
-            for turn in self._typing.pop(channel_id, set()):
-                turn.cancel()
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:200]
+    async def _send_typing(self, channel_id: str) -> None:
+        # The current client each time: it is replaced after a deaf connection.
+        client = self._client()
+        if usable(client):
+            await client.get_partial_messageable(int(channel_id)).typing()

@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import json
 import logging
@@ -29,7 +28,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -44,6 +42,13 @@ from telegram.error import (
 )
 from telegram.request import HTTPXRequest
 
+from adapters.courtesy import (
+    RefusalLimiter,
+    TypingIndicator,
+    not_downloaded,
+    save_attachment,
+    too_big,
+)
 from adapters.telegram_send import ReplySender, retry_seconds
 from adapters.telegram_updates import (
     Access,
@@ -58,7 +63,6 @@ from adapters.telegram_updates import (
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage, OutboundMessage
-from core.store.records import InboxItem
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -74,8 +78,6 @@ BACKLOG_NOTICE = (
     "I was offline for a while: messages older than {age} were skipped. "
     "Please send again anything that still needs an answer."
 )
-REFUSE_AGAIN_AFTER_SECONDS = 3600.0
-MAX_REMEMBERED_REFUSALS = 10_000
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 
 
@@ -119,9 +121,10 @@ class TelegramAdapter:
         self._me: BotIdentity | None = None
         self._tasks = TaskSet("telegram")
         self._told_backlog: set[int] = set()
-        self._refused_at: dict[str, float] = {}
+        self._refusals = RefusalLimiter(now)
         self._replies = ReplySender(self._bot)
-        self._typing: dict[tuple[int, int | None], set[asyncio.Future[Any]]] = {}
+        # Typing is refreshed every 4 s (Telegram shows it for 5).
+        self._typing = TypingIndicator(self._send_typing, self._tasks, every=TYPING_EVERY_SECONDS)
         self.healthy = False
 
     # lifecycle
@@ -289,22 +292,10 @@ class TelegramAdapter:
                     decision.chat_id, decision.thread_id, BACKLOG_NOTICE.format(age=age)
                 )
         elif isinstance(decision, Refused):
-            last = self._refused_at.get(decision.user_id)
-            if last is None or self._now() - last > REFUSE_AGAIN_AFTER_SECONDS:
-                self._remember_refusal(decision.user_id)
+            if self._refusals.due(decision.user_id):
                 await self._notice(decision.chat_id, decision.thread_id, REFUSAL)
         else:
             await self._accept(update, decision)
-
-    def _remember_refusal(self, user_id: str) -> None:
-        """Note a refusal; strangers writing to a public bot must not grow memory forever."""
-        now = self._now()
-        if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
-            cutoff = now - REFUSE_AGAIN_AFTER_SECONDS
-            self._refused_at = {u: t for u, t in self._refused_at.items() if t > cutoff}
-            if len(self._refused_at) >= MAX_REMEMBERED_REFUSALS:
-                self._refused_at.clear()
-        self._refused_at[user_id] = now
 
     async def _accept(self, update: Update, incoming: Incoming) -> None:
         assert self._inbox is not None
@@ -329,7 +320,7 @@ class TelegramAdapter:
         self._replies.reachable_again(incoming.chat_id)  # they wrote: they unblocked us
         if accepted.created:
             thread = int(incoming.thread_id) if incoming.thread_id else None
-            self._show_typing(accepted.item, int(incoming.chat_id), thread)
+            self._typing.show((int(incoming.chat_id), thread), self._inbox.replies(accepted.item))
 
     async def _download(self, files: list[FileRef]) -> tuple[list[Attachment], list[str]]:
         attachments: list[Attachment] = []
@@ -337,54 +328,28 @@ class TelegramAdapter:
         folder = self.options.cache_dir / "telegram"
         for ref in files:
             if ref.size is not None and ref.size > self.options.max_file_bytes:
-                notes.append(f"[{ref.name} was not read: larger than the file size limit]")
+                notes.append(too_big(ref.name))
                 continue
             try:
                 file = await self._bot.get_file(ref.file_id)
                 if file.file_size is not None and file.file_size > self.options.max_file_bytes:
-                    notes.append(f"[{ref.name} was not read: larger than the file size limit]")
+                    notes.append(too_big(ref.name))
                     continue
                 data = await file.download_as_bytearray()
-                path = folder / _safe_name(f"{file.file_unique_id}-{ref.name}")
-                # Disk writes off the event loop: a big file must not stall every chat.
-                await asyncio.to_thread(_write_file, path, bytes(data))
+                attachment, note = await save_attachment(
+                    folder, file.file_unique_id, ref.name, ref.mime_type, bytes(data)
+                )
             except (TelegramError, OSError) as exc:
                 log.warning("telegram: could not download %s: %s", ref.name, exc)
-                notes.append(f"[{ref.name} could not be downloaded]")
+                notes.append(not_downloaded(ref.name))
                 continue
-            size = path.stat().st_size
-            attachments.append(Attachment(str(path), ref.mime_type, ref.name, size))
-            notes.append(f"[attached {ref.name} ({ref.mime_type}, {size:,} bytes): {path}]")
+            attachments.append(attachment)
+            notes.append(note)
         return attachments, notes
 
-    def _show_typing(self, item: InboxItem, chat_id: int, thread: int | None) -> None:
-        """Show "typing…" until ``item``'s turn is done: one loop per chat and topic,
-        however many messages wait there, so typing never adds to a rate limit."""
-        assert self._inbox is not None
-        key = (chat_id, thread)
-        turn = asyncio.ensure_future(asyncio.shield(self._inbox.replies(item)))
-        waiting = self._typing.setdefault(key, set())
-        waiting.add(turn)
-        if len(waiting) == 1:
-            self._tasks.spawn(self._typing_loop(key), name=f"typing:{chat_id}")
-
-    async def _typing_loop(self, key: tuple[int, int | None]) -> None:
+    async def _send_typing(self, key: tuple[int, int | None]) -> None:
         chat_id, thread = key
-        try:
-            while True:
-                waiting = {t for t in self._typing.get(key, set()) if not t.done()}
-                if not waiting:
-                    self._typing.pop(key, None)  # no await since the check: nothing is lost
-                    return
-                self._typing[key] = waiting
-                with contextlib.suppress(TelegramError):  # typing is a courtesy
-                    await self._bot.send_chat_action(
-                        chat_id, ChatAction.TYPING, message_thread_id=thread
-                    )
-                await asyncio.wait(waiting, timeout=TYPING_EVERY_SECONDS)
-        finally:
-            for turn in self._typing.pop(key, set()):
-                turn.cancel()
+        await self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
 
     async def _notice(self, chat_id: int, thread: int | None, text: str) -> None:
         try:
@@ -403,12 +368,3 @@ def _age_text(seconds: float) -> str:
         hours = int(seconds // 3600)
         return f"{hours} hour{'s' if hours != 1 else ''}"
     return f"{int(seconds // 60)} minutes"
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:200]

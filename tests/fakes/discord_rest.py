@@ -121,7 +121,6 @@ class RestMixin:
     # machinery
     _failures: list[Failure]
     _nonces: dict[tuple[str, str], Json]
-    _in_flight: int  # REST requests being handled right now
 
     if TYPE_CHECKING:  # provided by FakeDiscord and GatewayMixin
 
@@ -214,11 +213,9 @@ class RestMixin:
         self, handler: Callable[[Request, Any], Awaitable[Any]], *, authenticated: bool
     ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            self._in_flight += 1
             try:
                 return await self._serve(request, handler, authenticated=authenticated)
             finally:
-                self._in_flight -= 1
                 self._notify()
 
         return endpoint

@@ -172,7 +172,6 @@ class FakeDiscord(GatewayMixin, RestMixin):
         # Whether the bot's owner switched on the privileged Message Content intent.
         self.message_content_enabled = True
         self.member_requests = 0
-        self._in_flight = 0  # REST requests being handled right now
         self._session = None
         self._connections = set()
         self._deaf_conn = None
@@ -289,17 +288,6 @@ class FakeDiscord(GatewayMixin, RestMixin):
             lambda: len(self.responses) >= n, timeout=timeout, what=f"{n} interaction responses"
         )
         return self.responses[:n]
-
-    async def wait_until_quiet_after(
-        self,
-        predicate: Callable[[], bool],
-        *,
-        timeout: float = 10.0,  # noqa: ASYNC109
-    ) -> None:
-        """Return once ``predicate()`` holds and no REST request is being handled."""
-        await self.wait_until(
-            lambda: predicate() and self._in_flight == 0, timeout=timeout, what="quiet"
-        )
 
     async def wait_ready(self, n: int = 1, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
         """Return once ``n`` READY dispatches have been sent in total."""
