@@ -2,15 +2,19 @@
 
 An adapter normalizes platform events into ``InboundMessage`` values for the core's
 ``Inbox`` and delivers ``OutboundMessage`` values back. Push adapters (Telegram,
-Discord, terminal) send replies themselves; pull adapters (the webhook) hand them
-out when a client asks, so ``send`` is never called for them.
+Discord, terminal) send replies themselves and report progress to the
+``DeliveryLedger``; pull adapters (the webhook) hand replies out when a client asks
+(so ``send`` is never called for them) and record what they handed out there.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from fastapi import FastAPI
+
 from core.inbox import Inbox
+from core.ledger import DeliveryLedger
 from core.messages import OutboundMessage
 
 
@@ -25,7 +29,16 @@ class Adapter(Protocol):
         """True when the gateway must call ``send`` for each reply."""
         ...
 
-    async def start(self, inbox: Inbox) -> None:
+    @property
+    def healthy(self) -> bool:
+        """Connected and receiving (``/readyz`` answers 503 naming it while False)."""
+        ...
+
+    def install(self, app: FastAPI) -> None:
+        """Add the adapter's HTTP routes to the gateway's app (most add none)."""
+        ...
+
+    async def start(self, inbox: Inbox, ledger: DeliveryLedger) -> None:
         """Begin accepting platform events into ``inbox``."""
         ...
 

@@ -34,6 +34,7 @@ import discord
 import yarl
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
+from fastapi import FastAPI
 
 from adapters.discord_catchup import CatchUp, Scope
 from adapters.discord_commands import SlashCommands
@@ -43,6 +44,7 @@ from adapters.discord_send import Interactions, ReplySender
 from adapters.discord_watchdog import Watchdog
 from core.errors import ConfigError
 from core.inbox import Inbox
+from core.ledger import DeliveryLedger
 from core.messages import OutboundMessage
 from core.tasks import TaskSet
 
@@ -137,12 +139,12 @@ class DiscordAdapter:
             client.event(handler)
         return client, tree
 
-    async def start(self, inbox: Inbox) -> None:
+    async def start(self, inbox: Inbox, ledger: DeliveryLedger) -> None:
         """Log in, then connect in the background. A token Discord rejects stops
         start-up; an unreachable Discord is retried without holding the gateway up."""
         o = self.options
         self._inbox = inbox
-        self._replies.progress.record = inbox.parts_sent
+        self._replies.progress.record = ledger.parts_sent
         self._lost()  # nothing was received before now: the first READY catches up
         self._ingester = Ingester(
             lambda: self._client,
@@ -169,6 +171,9 @@ class DiscordAdapter:
             logged_in = False
         self._tasks.spawn(self._run(logged_in), name="connect")
         self._tasks.spawn(self._watchdog.run(lambda: self.healthy), name="watchdog")
+
+    def install(self, app: FastAPI) -> None:
+        return None  # Discord is reached by connecting out: no HTTP routes
 
     def _install_commands(self) -> None:
         if self.options.slash_commands and self._commands and self._inbox:

@@ -2,7 +2,7 @@
 
 A reply longer than one platform message goes out as several. When one part fails,
 the outbox retries the whole reply later; the parts already delivered are skipped,
-remembered in memory and, through ``Inbox.parts_sent``, in the outbox row, so a
+remembered in memory and, through the ``DeliveryLedger``, in the outbox row, so a
 restart in between does not send them again either.
 """
 
@@ -26,7 +26,7 @@ class PartProgress:
 
     def __init__(self) -> None:
         self._sent: dict[int, int] = {}
-        self.record: Record | None = None  # set once the adapter has its inbox
+        self.record: Record | None = None  # set once the adapter has its ledger
 
     async def send(
         self,

@@ -62,6 +62,7 @@ from adapters.telegram_updates import (
 )
 from core.errors import ConfigError
 from core.inbox import Inbox
+from core.ledger import DeliveryLedger
 from core.messages import Attachment, InboundMessage, OutboundMessage
 from core.tasks import TaskSet
 
@@ -135,12 +136,12 @@ class TelegramAdapter:
                 "/telegram/{path}", self.post_update, methods=["POST"], include_in_schema=False
             )
 
-    async def start(self, inbox: Inbox) -> None:
+    async def start(self, inbox: Inbox, ledger: DeliveryLedger) -> None:
         """Connect and begin receiving; if Telegram cannot be reached, keep trying in the
         background so the rest of the gateway starts (``healthy`` stays False meanwhile).
         A token Telegram rejects stops start-up."""
         self._inbox = inbox
-        self._replies.progress.record = inbox.parts_sent
+        self._replies.progress.record = ledger.parts_sent
         try:
             await self._connect(inbox)
         except InvalidToken as exc:

@@ -8,7 +8,10 @@ import secrets
 import time
 from collections.abc import Callable
 
+from fastapi import FastAPI
+
 from core.inbox import Inbox
+from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
 
 Printer = Callable[[str], None]
@@ -26,7 +29,12 @@ class TerminalAdapter:
         self._print = printer
         self._inbox: Inbox | None = None
 
-    async def start(self, inbox: Inbox) -> None:
+    healthy = True
+
+    def install(self, app: FastAPI) -> None:
+        return None  # no HTTP routes
+
+    async def start(self, inbox: Inbox, ledger: DeliveryLedger) -> None:
         self._inbox = inbox
 
     async def stop(self) -> None:

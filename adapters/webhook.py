@@ -15,7 +15,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 from core.errors import StoreError
 from core.inbox import Inbox
+from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
 from core.store.records import InboxItem
 
@@ -158,9 +159,15 @@ class WebhookAdapter:
         self.options = options
         self._now = now
         self._inbox: Inbox | None = None
+        self._ledger: DeliveryLedger | None = None
 
-    async def start(self, inbox: Inbox) -> None:
+    @property
+    def healthy(self) -> bool:
+        return True  # nothing to connect to: requests come to us
+
+    async def start(self, inbox: Inbox, ledger: DeliveryLedger) -> None:
         self._inbox = inbox
+        self._ledger = ledger
 
     async def stop(self) -> None:
         self._inbox = None
@@ -236,7 +243,7 @@ class WebhookAdapter:
             )
         except _HTTPProblem as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
-        inbox.delivered([r.id for r in replies])
+        self._delivered(replies)
         pulled = PulledReplies(
             replies=[
                 PulledReply(
@@ -265,12 +272,16 @@ class WebhookAdapter:
             return None
         if turn.pending:
             return None  # a redelivery of a message still waiting for its turn
-        inbox.delivered([r.id for r in turn.replies])
+        self._delivered(turn.replies)
         return {
             "session_id": turn.session_id,
             "message_id": item.message.platform_message_id,
             "replies": [{"text": r.text} for r in turn.replies],
         }
+
+    def _delivered(self, replies: Sequence[OutboundMessage]) -> None:
+        if self._ledger is not None:
+            self._ledger.delivered([r.id for r in replies])
 
     def _require_inbox(self) -> Inbox:
         if self._inbox is None:

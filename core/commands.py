@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from core.store.records import InboxItem
 
@@ -42,6 +42,13 @@ class Command:
     aliases: tuple[str, ...] = ()
 
 
+class Invocation(NamedTuple):
+    """A chat command found in a message, and the text after its name."""
+
+    command: Command
+    args: str
+
+
 class CommandRegistry:
     """Commands by name and alias."""
 
@@ -59,7 +66,7 @@ class CommandRegistry:
     def all(self) -> list[Command]:
         return list(self._commands)
 
-    def parse(self, text: str) -> tuple[Command, str] | None:
+    def parse(self, text: str) -> Invocation | None:
         """The command ``text`` invokes and its argument text, or None for a plain message.
 
         ``/cmd@botname`` is accepted; an unknown ``/word`` is a plain message, so paths
@@ -71,7 +78,7 @@ class CommandRegistry:
         head, _, rest = stripped[1:].partition(" ")
         name = head.split("@", 1)[0].lower()
         command = self._by_name.get(name)
-        return (command, rest.strip()) if command is not None else None
+        return Invocation(command, rest.strip()) if command is not None else None
 
     def help_text(self) -> str:
         lines = ["Commands:"]
@@ -101,7 +108,7 @@ async def _help(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
 
 
 async def _stop_when_idle(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
-    # /stop is acted on as it arrives (see Conversations.accept); reaching the queue
+    # /stop is acted on as it arrives (see core.ingress); reaching the queue
     # means it was recovered after a restart, when nothing can be running.
     return CommandReply("Nothing is running.")
 

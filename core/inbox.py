@@ -1,8 +1,11 @@
-"""What an adapter sees of the core: the ``Inbox`` it feeds and reads replies from."""
+"""What an adapter sees of the core: the ``Inbox`` it feeds and reads replies from.
+
+Delivery progress goes to the outbox's ledger (``core.ledger.DeliveryLedger``), not here.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from typing import Protocol
 
 from core.messages import InboundMessage, OutboundMessage
@@ -39,13 +42,4 @@ class Inbox(Protocol):
 
     def command_menu(self) -> list[tuple[str, str]]:
         """The chat commands as (name, one-line summary), for a platform's command menu."""
-        ...
-
-    async def parts_sent(self, outbox_id: int, parts: int) -> None:
-        """Record, durably, that the first ``parts`` parts of a long reply went out: a
-        retry (even after a restart) resumes after them (``OutboundMessage.parts_sent``)."""
-        ...
-
-    def delivered(self, ids: Sequence[int]) -> None:
-        """Record, soon and in bulk, that these replies reached the person."""
         ...

@@ -1,6 +1,7 @@
 """SessionRouter: exactly one turn at a time per session key, in arrival order.
 
-Each key gets a lane: a FIFO of inbox items and one worker task that drains it.
+Each key gets a lane: a FIFO of work items (an inbox item and what it asks for) and
+one worker task that drains it.
 Lanes of different keys run concurrently; a lane's worker exits when its queue has
 been empty for ``idle_seconds``. ``cancel`` stops the item a lane is running (for
 ``/stop``) without touching what is queued behind it.
@@ -13,20 +14,34 @@ import logging
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from core.store.records import InboxItem, TurnReplies
+from core.store.records import TurnReplies
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[InboxItem], Coroutine[Any, Any, TurnReplies]]
-CancelHandler = Callable[[InboxItem], Coroutine[Any, Any, TurnReplies]]
+
+class Routed(Protocol):
+    """What the router needs of a work item: its inbox id, its lane and its session."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def session_key(self) -> str: ...
+
+    @property
+    def session_id(self) -> str | None: ...
+
+
+W = TypeVar("W", bound=Routed)
+Handler = Callable[[W], Coroutine[Any, Any, TurnReplies]]
 
 
 @dataclass(slots=True)
-class _Lane:
-    queue: deque[InboxItem] = field(default_factory=deque)
+class _Lane(Generic[W]):
+    queue: deque[W] = field(default_factory=deque)
     wakeup: asyncio.Future[None] | None = None  # pending while the worker waits for work
     current: asyncio.Task[TurnReplies] | None = None
     stop_requested: bool = False
@@ -38,20 +53,20 @@ class _Lane:
             _wake(waiter)
 
 
-class SessionRouter:
+class SessionRouter(Generic[W]):
     """Per-key ordering with concurrency across keys; see the module docstring."""
 
     def __init__(
-        self, handle: Handler, on_cancelled: CancelHandler, *, idle_seconds: float = 300.0
+        self, handle: Handler[W], on_cancelled: Handler[W], *, idle_seconds: float = 300.0
     ) -> None:
         self._handle = handle
         self._on_cancelled = on_cancelled
         self._idle = idle_seconds
-        self._lanes: dict[str, _Lane] = {}
+        self._lanes: dict[str, _Lane[W]] = {}
         self._waiters: dict[int, asyncio.Future[TurnReplies]] = {}
         self._tasks = TaskSet("lane")
 
-    def submit(self, item: InboxItem) -> None:
+    def submit(self, item: W) -> None:
         """Queue ``item`` behind earlier items of its session key."""
         self.watch(item.id)
         lane = self._lanes.get(item.session_key)
@@ -108,7 +123,7 @@ class SessionRouter:
             future.cancel()
         self._waiters.clear()
 
-    async def _drain(self, key: str, lane: _Lane) -> None:
+    async def _drain(self, key: str, lane: _Lane[W]) -> None:
         try:
             while True:
                 if not lane.queue:
@@ -124,7 +139,7 @@ class SessionRouter:
                 del self._lanes[key]
             lane.notify_idle()
 
-    async def _wait_for_work(self, lane: _Lane) -> None:
+    async def _wait_for_work(self, lane: _Lane[W]) -> None:
         # A future and a timer, once per item on a lane that keeps up: ``wait_for``
         # made a task per wait, and ``asyncio.timeout`` measured slower still on uvloop.
         loop = asyncio.get_running_loop()
@@ -136,7 +151,7 @@ class SessionRouter:
             timer.cancel()
             lane.wakeup = None
 
-    async def _process(self, lane: _Lane, item: InboxItem) -> None:
+    async def _process(self, lane: _Lane[W], item: W) -> None:
         lane.stop_requested = False
         lane.current = asyncio.get_running_loop().create_task(self._handle(item))
         try:

@@ -2,8 +2,8 @@
 
 One active session per key lives in the SessionDB; this keeps the ones in use in an
 LRU with their transcripts as the model saw them, opens a session (building and
-storing its system prompt once) when a chat has none, and compacts a session that
-outgrew the context into a child session.
+storing its system prompt once) when a chat has none, and compacts a session into a
+child session when asked (``compact``; when to do it is the compaction feature's call).
 """
 
 from __future__ import annotations
@@ -13,43 +13,24 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from core import compaction
 from core.clock import Clock
-from core.compaction import CompactionSettings
 from core.errors import ModelError
-from core.memory.provider import MemoryProviders
+from core.hooks import TurnHooks
 from core.messages import InboundMessage
-from core.models.base import ChatMessage
+from core.models.base import ModelClient
 from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
+from core.session_state import SessionState
 from core.store.db import SessionDB
 from core.store.records import InboxItem, SessionRow
-from core.turn import TurnRunner, to_chat
+from core.turn import to_chat
 
 log = logging.getLogger(__name__)
 
 CallerContextFor = Callable[[InboundMessage], CallerContext]
-MemoryBlocksFor = Callable[[InboundMessage], Sequence[str]]
-
-
-@dataclass(slots=True)
-class SessionState:
-    """A session row and its transcript as the model saw it (the next request's prefix)."""
-
-    row: SessionRow
-    history: list[ChatMessage]
-    # Characters of ``history[:counted]``, kept as the history grows (it only appends).
-    counted: int = 0
-    chars: int = 0
-
-    def history_chars(self) -> int:
-        if self.counted > len(self.history):  # replaced, not appended: count afresh
-            self.counted, self.chars = 0, 0
-        self.chars += compaction.message_chars(self.history[self.counted :])
-        self.counted = len(self.history)
-        return self.chars
+ToolNames = Callable[[], Sequence[str]]
 
 
 class SessionKeeper:
@@ -58,25 +39,23 @@ class SessionKeeper:
     def __init__(
         self,
         db: SessionDB,
-        runner: TurnRunner,
+        model: ModelClient,
+        tool_names: ToolNames,
         prompts: PromptBuilder,
         clock: Clock,
-        providers: MemoryProviders,
+        hooks: TurnHooks,
         *,
         caller_context_for: CallerContextFor,
-        memory_blocks_for: MemoryBlocksFor,
         cache_size: int,
-        compaction_settings: CompactionSettings | None,
     ) -> None:
         self._db = db
-        self._runner = runner
+        self._model = model
+        self._tool_names = tool_names
         self._prompts = prompts
         self._clock = clock
-        self._providers = providers
+        self._hooks = hooks
         self._caller_context_for = caller_context_for
-        self._memory_blocks_for = memory_blocks_for
         self._cache_size = cache_size
-        self._compaction = compaction_settings
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
 
     def cached(self, key: str) -> SessionState | None:
@@ -93,7 +72,7 @@ class SessionKeeper:
             self._sessions.move_to_end(key)
             return state
         row = await self._db.active_session(key) or await self._open(item)
-        await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
+        await self._hooks.started(row)
         # A session opened just now has no transcript to read back.
         stored = await self._db.history(row.id) if row.message_count else []
         state = self._sessions[key] = SessionState(row, [to_chat(m) for m in stored])
@@ -116,13 +95,13 @@ class SessionKeeper:
     ) -> SessionRow:
         """A session for ``msg``'s chat under ``key``, its system prompt built and frozen.
 
-        ``tool_names`` and ``caller`` override the turn runner's tools and the chat's
-        caller context (a scheduled run has no ``cronjob`` tool and its own guidance).
+        ``tool_names`` and ``caller`` override the offered tools and the chat's caller
+        context (a scheduled run has no ``cronjob`` tool and its own guidance).
         """
         now = self._clock.now()
         stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%d_%H%M%S")
         session_id = f"{stamp}_{secrets.token_hex(4)}"
-        model = self._runner.model
+        model = self._model
         parts = self._prompts.build(
             PromptContext(
                 session_id=session_id,
@@ -130,12 +109,9 @@ class SessionKeeper:
                 provider=model.provider,
                 model=model.model,
                 started_at=now,
-                tool_names=list(tool_names or self._runner.tools.names()),
+                tool_names=list(tool_names or self._tool_names()),
                 caller=caller or self._caller_context_for(msg),
-                memory_blocks=[
-                    *await asyncio.to_thread(self._memory_blocks_for, msg),
-                    *self._providers.system_prompt_blocks(),
-                ],
+                memory_blocks=await asyncio.to_thread(self._hooks.blocks, msg),
             )
         )
         return SessionRow(
@@ -156,25 +132,16 @@ class SessionKeeper:
             message_count=message_count,
         )
 
-    def compaction_due(self, state: SessionState, item: InboxItem) -> bool:
-        settings = self._compaction
-        if settings is None:
-            return False
-        upcoming = compaction.message_chars([ChatMessage(role="user", content=item.message.text)])
-        chars = len(state.row.system_prompt) + state.history_chars() + upcoming
-        return compaction.exceeds(settings, chars)
-
     async def compact(
-        self, state: SessionState, item: InboxItem, *, keep: int | None = None
+        self, state: SessionState, item: InboxItem, *, keep: int
     ) -> SessionState | None:
-        """Summarise the older turns into a child session; None when it cannot be done."""
-        if keep is None:
-            keep = (self._compaction or CompactionSettings()).keep_recent_messages
+        """Summarise all but the last ``keep`` messages into a child session; None when
+        there is too little to compact or the model could not write the summary."""
         cut = compaction.plan(await self._db.history(state.row.id), keep)
         if cut is None:
             return None
         try:
-            summary = await compaction.summarise(self._runner.model, cut.older)
+            summary = await compaction.summarise(self._model, cut.older)
         except ModelError as exc:
             log.warning("compaction of %s skipped: %s", state.row.id, exc.__class__.__name__)
             return None
@@ -184,8 +151,8 @@ class SessionKeeper:
             item.message, item.session_key, parent_id=state.row.id, message_count=len(opening)
         )
         row = await self._db.compact(state.row.id, now, child, opening)
-        await self._providers.on_session_end(state.row.id)
-        await self._providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
+        await self._hooks.ended(state.row.id)
+        await self._hooks.started(row)
         compacted = SessionState(row, [to_chat(m) for m in compaction.as_stored(opening)])
         self._sessions[item.session_key] = compacted
         log.info("session %s compacted into %s", state.row.id, row.id)

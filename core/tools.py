@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -45,34 +45,45 @@ class ToolRegistry:
     def __init__(self, *, refusal: str | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._refusal = refusal
+        # A view (see ``restricted``) reads its parent's tools through this filter.
+        self._parent: ToolRegistry | None = None
+        self._allowed: Callable[[str], bool] = _everything
 
-    def restricted(self, names: Collection[str], refusal: str) -> ToolRegistry:
-        """The tools named in ``names`` (same objects, same order); other calls get ``refusal``."""
-        subset = ToolRegistry(refusal=refusal)
-        for name, tool in self._tools.items():
-            if name in names:
-                subset._tools[name] = tool
-        return subset
+    def restricted(self, allowed: Callable[[str], bool], refusal: str) -> ToolRegistry:
+        """A live view of the tools whose names pass ``allowed`` (same objects, same
+        order, tools registered later included); other calls get ``refusal``."""
+        view = ToolRegistry(refusal=refusal)
+        view._parent = self
+        view._allowed = allowed
+        return view
 
     def register(self, tool: Tool) -> None:
+        if self._parent is not None:
+            raise ValueError("a restricted view takes no tools of its own")
         name = tool.spec.name
         if name in self._tools:
             raise ValueError(f"tool {name!r} is already registered")
         self._tools[name] = tool
 
     def specs(self) -> list[ToolSpec]:
-        return [t.spec for t in self._tools.values()]
+        return [t.spec for t in self._visible().values()]
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._visible())
+
+    def _visible(self) -> dict[str, Tool]:
+        if self._parent is None:
+            return self._tools
+        return {n: t for n, t in self._parent._visible().items() if self._allowed(n)}
 
     async def run(self, call: ToolCall, ctx: ToolContext) -> str:
         """Run one call; any failure becomes an error payload the model can act on."""
-        tool = self._tools.get(call.name)
+        tools = self._visible()
+        tool = tools.get(call.name)
         if tool is None and self._refusal is not None:
             return _error(f"{call.name!r} is refused: {self._refusal}")
         if tool is None:
-            return _error(f"Unknown tool {call.name!r}. Available: {', '.join(self._tools)}")
+            return _error(f"Unknown tool {call.name!r}. Available: {', '.join(tools)}")
         try:
             args = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
@@ -84,6 +95,10 @@ class ToolRegistry:
         except Exception as exc:  # a broken tool must not end the turn
             log.exception("tool %s failed", call.name)
             return _error(f"{call.name} failed: {exc.__class__.__name__}: {exc}")
+
+
+def _everything(_name: str) -> bool:
+    return True
 
 
 def _error(message: str) -> str:

@@ -16,8 +16,8 @@ class _GatewayCollector(Collector):
         self._gateway = gateway
 
     def collect(self) -> Iterator[Metric]:
-        conv = self._gateway.conversations
-        stats = conv.stats
+        core = self._gateway.core
+        stats = core.stats
         yield _counter("chatgate_inbound_messages", "Messages accepted", "platform", stats.inbound)
         yield _counter(
             "chatgate_duplicate_messages", "Redeliveries ignored", "platform", stats.duplicates
@@ -29,10 +29,8 @@ class _GatewayCollector(Collector):
         )
         turn_time.add_metric([], stats.turn_seconds_sum)
         yield turn_time
-        yield _gauge(
-            "chatgate_active_lanes", "Sessions with a live worker", conv.router.active_lanes
-        )
-        yield _gauge("chatgate_queued_messages", "Messages waiting for a turn", conv.router.queued)
+        yield _gauge("chatgate_active_lanes", "Sessions with a live worker", core.active_lanes)
+        yield _gauge("chatgate_queued_messages", "Messages waiting for a turn", core.queued)
         yield _gauge(
             "chatgate_db_commits", "SessionDB write transactions", self._gateway.db.commits
         )

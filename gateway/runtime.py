@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -11,33 +11,47 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.base import Adapter
+from core import compaction
+from core.assembly import Core, CoreSettings
 from core.clock import Clock, SystemClock
-from core.commands import builtin_commands
 from core.compaction import CompactionSettings
-from core.conversations import Conversations, ConversationSettings
 from core.cron.service import CronService
 from core.curator.service import Curator
 from core.errors import StoreError
+from core.hooks import (
+    EXTERNAL_BLOCKS,
+    INDEX_BLOCKS,
+    MEMORY_BLOCKS,
+    BeforeTurn,
+    PromptBlock,
+    TurnHooks,
+    TurnStart,
+)
+from core.ingress import SessionPolicy
+from core.memory.provider import fence
 from core.memory.status import memory_status
 from core.messages import ChatTarget, InboundMessage
-from core.models.base import ModelClient
+from core.models.base import ChatMessage, ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
+from core.prompt.texts import PLATFORM_HINTS, TOOL_GUIDANCE
 from core.review.cadence import Intervals
 from core.review.service import ReviewPolicy, ReviewService
 from core.review.status import review_status
 from core.scheduler import Scheduler
 from core.search.tool import SessionSearchTool
+from core.session_state import SessionState
 from core.skills.approval import SkillApprovals
 from core.skills.commands import skill_commands
 from core.skills.slash import slash_loader
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
 from core.store.engine import create_engines
-from core.tools import Tool, ToolRegistry
-from core.turn import TurnRunner
+from core.store.records import InboxItem, SessionRow
+from core.tasks import TaskSet
+from core.tools import Tool
+from core.turn import TurnResult
 from gateway.config import Settings
-from gateway.delivery import PushDelivery
 from gateway.memory_setup import MemorySetup, memory_setup
 from gateway.scheduling import CronWiring, schedule_curator
 from migrations.runner import upgrade
@@ -51,7 +65,7 @@ class Gateway:
 
     settings: Settings
     db: SessionDB
-    conversations: Conversations
+    core: Core
     model: ModelClient
     adapters: dict[str, Adapter] = field(default_factory=dict)
     ready: bool = False
@@ -105,40 +119,50 @@ async def open_gateway(
             model = build_model_client(settings.model_config_for_core())
             stack.push_async_callback(model.aclose)
         _announce_model(model)
-        cron = CronWiring(settings, db, clock) if settings.cron.enabled else None
-        all_tools = [cron.tool, *tools] if cron is not None else tools
-        conversations = await stack.enter_async_context(
-            _conversations(settings, db, model, all_tools, clock, memory or memory_setup(settings))
+        hooks = TurnHooks()
+        prompts = TieredPromptBuilder(
+            settings.home,
+            identity=settings.prompt.identity,
+            context_max_chars=settings.prompt.context_max_chars,
+            tool_guidance=TOOL_GUIDANCE,
+            platform_hints=PLATFORM_HINTS,
         )
-        gateway = Gateway(settings, db, conversations, model, {a.name: a for a in adapters})
-        delivery = PushDelivery(db, gateway.adapters, clock)
-        stack.push_async_callback(delivery.close)
-        conversations.on_replies(delivery.deliver)
-        if settings.memory.enabled:
-            conversations.on_status(memory_status(db))
-        if settings.skills.enabled:
-            skills_dir, tool_names = settings.home / "skills", conversations.runner.tools.names
-            conversations.on_turn_material(
-                slash_loader(skills_dir, settings.skills.disabled, tool_names)
+        core = await stack.enter_async_context(
+            Core(
+                db,
+                model,
+                prompts,
+                hooks,
+                clock,
+                {a.name: a for a in adapters},
+                _core_settings(settings),
+                caller_context_for=settings.caller_context,
             )
-        reviews = _reviews(settings, db, model, conversations, clock)
+        )
+        background = TaskSet("memory-sync")
+        stack.push_async_callback(background.close)
+        cron = CronWiring(settings, db, clock) if settings.cron.enabled else None
+        _wire(settings, core, db, memory or memory_setup(settings), background)
+        for tool in [cron.tool, *tools] if cron is not None else tools:
+            core.tools.register(tool)
+        gateway = Gateway(settings, db, core, model, {a.name: a for a in adapters})
+        reviews = _reviews(settings, db, model, core, clock)
         if reviews is not None:
             stack.push_async_callback(reviews.close)
-            conversations.on_turn_complete(reviews.turn_completed)
-            conversations.on_status(review_status(reviews))
+            hooks.turn_done.append(reviews.turn_completed)
+            hooks.status_lines.append(review_status(reviews))
         gateway.reviews = reviews
         if cron is not None:
-            cron.bind(conversations)
+            cron.bind(core)
             cron.service.attach(gateway.scheduler, settings.cron.tick_seconds)
             stack.push_async_callback(cron.service.aclose)
             gateway.cron = cron.service
         gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler)
         before_start = await db.newest_inbox_id()
         for adapter in adapters:
-            await adapter.start(conversations)
+            await adapter.start(core.ingress, core.ledger)
             stack.push_async_callback(adapter.stop)
-        await delivery.resend_pending()
-        await conversations.recover(up_to=before_start)
+        await core.recover(up_to=before_start)
         if reviews is not None:
             await reviews.resume_unfinished()
         if gateway.cron is not None:
@@ -156,7 +180,7 @@ def _reviews(
     settings: Settings,
     db: SessionDB,
     model: ModelClient,
-    conversations: Conversations,
+    core: Core,
     clock: Clock,
 ) -> ReviewService | None:
     """The background review, when it is on and has a tool to review with."""
@@ -174,30 +198,56 @@ def _reviews(
     )
 
     async def notify(target: ChatTarget, texts: Sequence[str], session_id: str) -> None:
-        await conversations.notify(target, texts, session_id=session_id)
+        await core.notify(target, texts, session_id=session_id)
 
     return ReviewService(
         db,
         model,
-        conversations.runner.tools,
+        core.tools,
         clock,
         policy,
-        until_idle=conversations.router.until_idle,
+        until_idle=core.until_idle,
         notify=notify,
     )
 
 
-def _conversations(
-    settings: Settings,
-    db: SessionDB,
-    model: ModelClient,
-    tools: Sequence[Tool],
-    clock: Clock,
-    memory: MemorySetup,
-) -> Conversations:
-    registry = ToolRegistry()
-    commands = builtin_commands()
+def _wire(
+    settings: Settings, core: Core, db: SessionDB, memory: MemorySetup, background: TaskSet
+) -> None:
+    registry, commands, hooks = core.tools, core.commands, core.hooks
     memory.register(settings, registry, commands)
+    providers = memory.providers
+    if settings.memory.enabled:
+        hooks.status_lines.append(memory_status(db))
+
+    async def started(row: SessionRow) -> None:
+        await providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
+
+    async def recall(msg: InboundMessage, row: SessionRow) -> str | None:
+        found = await providers.prefetch(msg.text, session_id=row.id)
+        return fence(found) if found.strip() else None
+
+    async def sync(state: SessionState, item: InboxItem, result: TurnResult) -> None:
+        background.spawn(
+            providers.sync_turn(item.message.text, result.reply, session_id=state.row.id),
+            name=f"memory-sync:{item.session_key}",
+        )
+
+    hooks.session_started.append(started)
+    hooks.session_ended.append(providers.on_session_end)
+    hooks.turn_material.append(recall)
+    hooks.turn_done.append(sync)
+    hooks.prompt_blocks.append(PromptBlock(lambda _msg: memory.blocks_for(_msg), MEMORY_BLOCKS))
+    hooks.prompt_blocks.append(
+        PromptBlock(lambda _msg: providers.system_prompt_blocks(), EXTERNAL_BLOCKS)
+    )
+    _wire_skills_and_search(settings, core, db)
+    if settings.compaction.enabled:
+        hooks.before_turn.append(_compaction_hook(settings, core))
+
+
+def _wire_skills_and_search(settings: Settings, core: Core, db: SessionDB) -> None:
+    registry, commands, hooks = core.tools, core.commands, core.hooks
     if settings.search.enabled:
         registry.register(
             SessionSearchTool(
@@ -221,56 +271,48 @@ def _conversations(
             approval=settings.skills.write_approval,
         ):
             commands.register(command)
-    for tool in tools:
-        registry.register(tool)
-    runner = TurnRunner(model, registry, clock, max_iterations=settings.sessions.max_iterations)
-    return Conversations(
-        db,
-        runner,
-        TieredPromptBuilder(
-            settings.home,
-            identity=settings.prompt.identity,
-            context_max_chars=settings.prompt.context_max_chars,
-        ),
-        commands,
-        clock,
-        ConversationSettings(
-            group_sessions_per_user=settings.sessions.group_sessions_per_user,
-            group_sessions_by_platform=_group_session_overrides(settings),
-            idle_worker_seconds=settings.sessions.idle_worker_seconds,
-            compaction=_compaction(settings),
-        ),
-        caller_context_for=settings.caller_context,
-        memory_blocks_for=_volatile_blocks(settings, skills, registry, memory),
-        memory_providers=memory.providers,
-    )
+        hooks.prompt_blocks.append(
+            PromptBlock(lambda msg: [skills.index(msg.platform, registry.names())], INDEX_BLOCKS)
+        )
+        load = slash_loader(settings.home / "skills", settings.skills.disabled, registry.names)
+
+        async def skill(msg: InboundMessage, row: SessionRow) -> str | None:
+            return await load(msg.text, msg.platform)
+
+        hooks.turn_material.append(skill)
 
 
-def _volatile_blocks(
-    settings: Settings, skills: SkillTools, registry: ToolRegistry, memory: MemorySetup
-) -> Callable[[InboundMessage], Sequence[str]]:
-    """The skills index (when the skill tools are on), then the memory snapshots."""
-
-    def blocks(msg: InboundMessage) -> Sequence[str]:
-        index = skills.index(msg.platform, registry.names()) if settings.skills.enabled else ""
-        return [b for b in (index, *memory.blocks_for(msg)) if b]
-
-    return blocks
-
-
-def _group_session_overrides(settings: Settings) -> dict[str, bool]:
-    per_user = settings.discord.group_sessions_per_user
-    return {} if per_user is None else {"discord": per_user}
-
-
-def _compaction(settings: Settings) -> CompactionSettings | None:
+def _compaction_hook(settings: Settings, core: Core) -> BeforeTurn:
     c = settings.compaction
-    if not c.enabled:
-        return None
-    return CompactionSettings(
+    policy = CompactionSettings(
         context_window=c.context_window,
         threshold=c.threshold,
         keep_recent_messages=c.keep_recent_messages,
+    )
+
+    async def compact_if_due(start: TurnStart, item: InboxItem) -> None:
+        state = start.state
+        upcoming = compaction.message_chars([ChatMessage(role="user", content=item.message.text)])
+        chars = len(state.row.system_prompt) + state.history_chars() + upcoming
+        if not compaction.exceeds(policy, chars):
+            return
+        compacted = await core.sessions.compact(state, item, keep=policy.keep_recent_messages)
+        if compacted is not None:
+            start.state = compacted
+            start.notices.append(compaction.NOTICE)
+
+    return compact_if_due
+
+
+def _core_settings(settings: Settings) -> CoreSettings:
+    per_user = settings.discord.group_sessions_per_user
+    return CoreSettings(
+        sessions=SessionPolicy(
+            group_sessions_per_user=settings.sessions.group_sessions_per_user,
+            by_platform={} if per_user is None else {"discord": per_user},
+        ),
+        idle_worker_seconds=settings.sessions.idle_worker_seconds,
+        max_iterations=settings.sessions.max_iterations,
     )
 
 

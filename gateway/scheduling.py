@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.assembly import Core
 from core.clock import Clock
-from core.conversations import Conversations
 from core.cron.executor import SessionExecutor
 from core.cron.service import CronOutput, CronService
 from core.cron.tool import CronJobTool
@@ -31,8 +31,9 @@ class CronWiring:
 
     def __init__(self, settings: Settings, db: SessionDB, clock: Clock) -> None:
         self._settings = settings
+        self._db = db
         self._clock = clock
-        self._conversations: Conversations | None = None
+        self._core: Core | None = None
         self._executor: SessionExecutor | None = None
         self.service = CronService(
             db,
@@ -47,12 +48,13 @@ class CronWiring:
         )
         self.tool = CronJobTool(self.service.jobs, wake=self.service.wake)
 
-    def bind(self, conversations: Conversations) -> None:
-        self._conversations = conversations
+    def bind(self, core: Core) -> None:
+        self._core = core
         self._executor = SessionExecutor(
-            conversations.db,
-            conversations.sessions,
-            conversations.runner,
+            self._db,
+            core.sessions,
+            core.model,
+            core.tools,
             self._clock,
             self._settings.caller_context,
             max_iterations=self._settings.sessions.max_iterations,
@@ -66,9 +68,9 @@ class CronWiring:
     async def _notify(
         self, target: ChatTarget, texts: Sequence[str], session_id: str | None
     ) -> None:
-        if self._conversations is None:
+        if self._core is None:
             raise RuntimeError("cron delivered before the core was bound")
-        await self._conversations.notify(target, texts, session_id=session_id)
+        await self._core.notify(target, texts, session_id=session_id)
 
 
 def schedule_curator(

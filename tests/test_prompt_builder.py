@@ -23,7 +23,10 @@ def context(**overrides: object) -> PromptContext:
 
 
 def test_stable_tier_holds_identity_guidance_completion_and_platform(tmp_path: Path) -> None:
-    parts = TieredPromptBuilder(tmp_path).build(context(tool_names=["memory", "other"]))
+    builder = TieredPromptBuilder(
+        tmp_path, tool_guidance=TOOL_GUIDANCE, platform_hints=PLATFORM_HINTS
+    )
+    parts = builder.build(context(tool_names=["memory", "other"]))
 
     assert parts.stable.split("\n\n") == [
         DEFAULT_IDENTITY,

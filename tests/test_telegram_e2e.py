@@ -214,7 +214,7 @@ async def test_webhook_mode_checks_the_secret_and_ignores_a_duplicate_update(
             "/telegram/updates", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": SECRET}
         )
         await tg.wait_sent(1)
-        await gw.gateway.conversations.router.until_idle(f"telegram:{DM}")
+        await gw.gateway.core.until_idle(f"telegram:{DM}")
 
     assert bad.status_code == 401
     assert (first.status_code, again.status_code) == (200, 200)

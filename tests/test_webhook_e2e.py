@@ -67,7 +67,7 @@ async def turn_of(gw: RunningGateway, message_id: str) -> TurnReplies:
     found = await rows(gw, select(inbox.c.id).where(inbox.c.platform_message_id == message_id))
     item = await gw.gateway.db.inbox_item(found[0].id)
     assert item is not None
-    return await gw.gateway.conversations.replies(item)
+    return await gw.gateway.core.ingress.replies(item)
 
 
 # -- a plain turn -----------------------------------------------------------------------
@@ -425,7 +425,7 @@ async def test_stop_cancels_the_running_turn_and_keeps_the_queue(
         slow = asyncio.create_task(gw.say("slow question", message_id="m1"))
         await until(lambda: len(fake_openai.requests) == 1)
         queued = asyncio.create_task(gw.say("next question", message_id="m2"))
-        await until(lambda: gw.gateway.conversations.router.queued == 1)
+        await until(lambda: gw.gateway.core.queued == 1)
         stop = await gw.say("/stop", message_id="m3")
         slow_response, queued_response = await asyncio.wait_for(
             asyncio.gather(slow, queued), timeout=10

@@ -17,12 +17,13 @@ from core.cron.service import CronOutput
 from core.cron.targets import TargetError
 from core.cron.tool import CRONJOB_TOOL
 from core.messages import ChatTarget, InboundMessage
+from core.models.base import ModelClient
 from core.prompt.builder import CallerContext
 from core.sessions import CallerContextFor, SessionKeeper
 from core.store.cron import CronJob
 from core.store.db import SessionDB
 from core.store.records import NewMessage
-from core.tools import ToolContext
+from core.tools import ToolContext, ToolRegistry
 from core.turn import TurnRunner
 
 REFUSAL = "scheduled tasks cannot create or change scheduled tasks"
@@ -35,7 +36,8 @@ class SessionExecutor:
         self,
         db: SessionDB,
         sessions: SessionKeeper,
-        runner: TurnRunner,
+        model: ModelClient,
+        tools: ToolRegistry,
         clock: Clock,
         caller_context_for: CallerContextFor,
         *,
@@ -45,14 +47,8 @@ class SessionExecutor:
         self._sessions = sessions
         self._clock = clock
         self._caller_context_for = caller_context_for
-        names = [n for n in runner.tools.names() if n != CRONJOB_TOOL]
-        self._tool_names = names
-        self._runner = TurnRunner(
-            runner.model,
-            runner.tools.restricted(names, REFUSAL),
-            clock,
-            max_iterations=max_iterations,
-        )
+        self._tools = tools.restricted(lambda name: name != CRONJOB_TOOL, REFUSAL)
+        self._runner = TurnRunner(model, self._tools, clock, max_iterations=max_iterations)
 
     async def __call__(self, job: CronJob, prompt: str) -> CronOutput:
         chat = _chat_of(job)
@@ -72,7 +68,7 @@ class SessionExecutor:
         base = self._caller_context_for(msg)
         guidance = "\n\n".join(p for p in (base.system_message, CRON_RUN_GUIDANCE) if p)
         caller = CallerContext(system_message=guidance, workspace=base.workspace)
-        row = await self._sessions.new_row(msg, key, tool_names=self._tool_names, caller=caller)
+        row = await self._sessions.new_row(msg, key, tool_names=self._tools.names(), caller=caller)
         user = NewMessage(role="user", content=prompt, created_at=now)
         ctx = ToolContext(
             row.id, key, chat.platform, chat.chat_id, msg.user_id, chat.thread_id, chat.route

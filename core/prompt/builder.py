@@ -4,8 +4,9 @@ Tiers are ordered by how likely their bytes are to stay the same, so a change ne
 end of the prompt leaves the longest possible prefix cached by the provider:
 
 - ``stable``: identity (``$CHATGATE_HOME/SOUL.md`` or the built-in one), guidance for
-  each enabled tool, task-completion guidance and the platform hint. Changes only with
-  a release or an edited SOUL.md.
+  each offered tool (from the feature that offers it), task-completion guidance and the
+  platform hint (from the platform's registry entry). Changes only with a release or
+  an edited SOUL.md.
 - ``context``: the caller's system message (a webhook route's), then the project
   context of the chat's workspace folder. Fixed for a workspace.
 - ``volatile``: the memory snapshots (MEMORY.md, USER.md), the external memory
@@ -18,7 +19,7 @@ here: it goes into the API copy of the user message (``compose_user_api_content`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Protocol
 
 from core.memory.threats import scan
 from core.prompt.context_files import project_context
-from core.prompt.texts import DEFAULT_IDENTITY, PLATFORM_HINTS, TASK_COMPLETION, TOOL_GUIDANCE
+from core.prompt.texts import DEFAULT_IDENTITY, TASK_COMPLETION
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +78,22 @@ class PromptBuilder(Protocol):
 class TieredPromptBuilder:
     """Builds the three tiers; see the module docstring for what goes where and why."""
 
-    def __init__(self, home: Path, *, identity: str = "", context_max_chars: int = 20_000):
+    def __init__(
+        self,
+        home: Path,
+        *,
+        identity: str = "",
+        context_max_chars: int = 20_000,
+        tool_guidance: Mapping[str, str] | None = None,
+        platform_hints: Mapping[str, str] | None = None,
+    ) -> None:
+        """``tool_guidance`` (by tool name) and ``platform_hints`` (by platform name) are
+        read at each build: features and platforms may fill them after construction."""
         self._home = home
         self._identity = identity.strip()
         self._context_max_chars = context_max_chars
+        self._guidance = tool_guidance if tool_guidance is not None else {}
+        self._hints = platform_hints if platform_hints is not None else {}
 
     def build(self, ctx: PromptContext) -> PromptParts:
         return PromptParts(
@@ -89,9 +102,9 @@ class TieredPromptBuilder:
 
     def _stable(self, ctx: PromptContext) -> str:
         parts = [self._identity_text()]
-        parts += [TOOL_GUIDANCE[name] for name in ctx.tool_names if name in TOOL_GUIDANCE]
+        parts += [self._guidance[name] for name in ctx.tool_names if name in self._guidance]
         parts.append(TASK_COMPLETION)
-        hint = PLATFORM_HINTS.get(ctx.platform)
+        hint = self._hints.get(ctx.platform)
         if hint:
             parts.append(hint)
         return "\n\n".join(parts)

@@ -32,7 +32,7 @@ from core.messages import ChatTarget
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
-from core.sessions import SessionState
+from core.session_state import SessionState
 from core.skills.provenance import write_origin
 from core.store import reviews as review_ops
 from core.store.db import SessionDB
@@ -84,7 +84,7 @@ class ReviewService:
     ) -> None:
         self._db = db
         self._model = model
-        self._tools = tools.restricted(REVIEW_TOOLS, prompts.REFUSAL)
+        self._tools = tools.restricted(REVIEW_TOOLS.__contains__, prompts.REFUSAL)
         self._clock = clock
         self.policy = policy
         self._until_idle = until_idle

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from typing import Protocol
 
-from adapters.base import Adapter
 from core.clock import Clock
 from core.errors import ChatgateError, Undeliverable
 from core.messages import OutboundMessage
@@ -30,10 +30,23 @@ RETRY_MAX_SECONDS = 60.0
 PAGE = 100
 
 
+class ReplySender(Protocol):
+    """What push delivery needs of an adapter (``adapters.base.Adapter`` is one)."""
+
+    @property
+    def push(self) -> bool:
+        """True when replies must be sent with ``send``; False when clients pull them."""
+        ...
+
+    async def send(self, msg: OutboundMessage) -> str | None:
+        """Deliver one reply; return the platform's id for the sent message."""
+        ...
+
+
 class PushDelivery:
     """One sender per platform at a time, always in outbox order (see module docstring)."""
 
-    def __init__(self, db: SessionDB, adapters: Mapping[str, Adapter], clock: Clock) -> None:
+    def __init__(self, db: SessionDB, adapters: Mapping[str, ReplySender], clock: Clock) -> None:
         self._db = db
         self._adapters = {name: a for name, a in adapters.items() if a.push}
         self._clock = clock

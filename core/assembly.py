@@ -1,0 +1,130 @@
+"""The core, assembled: ingress, lanes, turns, sessions and the outbox as one unit.
+
+The gateway builds one ``Core`` per process and enters it as an async context
+manager; features then add their tools, commands and hooks to its registries before
+any adapter starts. Adapters see only ``ingress`` (the ``Inbox``) and ``ledger``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from core.clock import Clock
+from core.command_host import CoreCommandHost
+from core.commands import CommandRegistry, builtin_commands
+from core.hooks import TurnHooks
+from core.ingress import Ingress, SessionPolicy
+from core.ledger import DeliveryLedger
+from core.messages import ChatTarget, OutboundMessage
+from core.models.base import ModelClient
+from core.outbox import Outbox
+from core.prompt.builder import PromptBuilder
+from core.push_delivery import ReplySender
+from core.router import SessionRouter
+from core.sessions import CallerContextFor, SessionKeeper
+from core.stats import CoreStats
+from core.store.db import SessionDB
+from core.tools import ToolRegistry
+from core.turn import TurnRunner
+from core.turns import TurnProcessor, Work
+
+
+@dataclass(frozen=True, slots=True)
+class CoreSettings:
+    """How the core runs turns and keeps sessions."""
+
+    sessions: SessionPolicy = field(default_factory=SessionPolicy)
+    # A chat's lane worker exits after this long without work.
+    idle_worker_seconds: float = 300.0
+    session_cache_size: int = 4096
+    # Model calls per turn before the tool loop gives up.
+    max_iterations: int = 20
+
+
+class Core:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        db: SessionDB,
+        model: ModelClient,
+        prompts: PromptBuilder,
+        hooks: TurnHooks,
+        clock: Clock,
+        senders: Mapping[str, ReplySender],
+        settings: CoreSettings,
+        *,
+        caller_context_for: CallerContextFor,
+    ) -> None:
+        self.model = model
+        self.hooks = hooks
+        self.tools = ToolRegistry()
+        self.commands: CommandRegistry = builtin_commands()
+        self.stats = CoreStats()
+        self.runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
+        self.sessions = SessionKeeper(
+            db,
+            model,
+            self.tools.names,
+            prompts,
+            clock,
+            hooks,
+            caller_context_for=caller_context_for,
+            cache_size=settings.session_cache_size,
+        )
+        self.outbox = Outbox(db, clock, senders)
+        host = CoreCommandHost(db, self.sessions, self.commands, hooks, model)
+        processor = TurnProcessor(
+            db, self.runner, self.sessions, hooks, host, self.outbox, clock, self.stats
+        )
+        self._router: SessionRouter[Work] = SessionRouter(
+            processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds
+        )
+        self.ingress = Ingress(
+            db, self._router, processor, self.commands, self.stats, settings.sessions
+        )
+
+    @property
+    def ledger(self) -> DeliveryLedger:
+        return self.outbox.ledger
+
+    @property
+    def active_lanes(self) -> int:
+        """Sessions with a live worker."""
+        return self._router.active_lanes
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting for their turn."""
+        return self._router.queued
+
+    async def until_idle(self, session_key: str) -> None:
+        """Return once ``session_key`` has nothing running or queued."""
+        await self._router.until_idle(session_key)
+
+    async def notify(
+        self, target: ChatTarget, texts: Sequence[str], *, session_id: str | None = None
+    ) -> list[OutboundMessage]:
+        """Send ``texts`` to a chat unprompted (``Outbox.notify``)."""
+        return await self.outbox.notify(target, texts, session_id=session_id)
+
+    async def recover(self, *, up_to: int) -> None:
+        """After a restart: send what was committed but not delivered, then queue what
+        was accepted but not processed (up to inbox id ``up_to``)."""
+        await self.outbox.resend_pending()
+        await self.ingress.recover(up_to=up_to)
+
+    async def __aenter__(self) -> Core:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.ingress.close()
+        await self._router.close()
+        await self.outbox.close()

@@ -1,0 +1,48 @@
+"""What chat command handlers may ask of the core (``core.commands.CommandHost``)."""
+
+from __future__ import annotations
+
+from core import compaction, status
+from core.commands import CommandRegistry
+from core.hooks import TurnHooks
+from core.models.base import ModelClient
+from core.sessions import SessionKeeper
+from core.store.db import SessionDB
+from core.store.records import InboxItem
+
+# /compact by hand summarises everything but the last exchange.
+MANUAL_KEEP = 2
+
+
+class CoreCommandHost:
+    """``/status``, ``/compact`` and ``/help`` over the core's sessions and registries."""
+
+    def __init__(
+        self,
+        db: SessionDB,
+        sessions: SessionKeeper,
+        commands: CommandRegistry,
+        hooks: TurnHooks,
+        model: ModelClient,
+    ) -> None:
+        self._db = db
+        self._sessions = sessions
+        self._commands = commands
+        self._hooks = hooks
+        self._model = model
+
+    async def describe_status(self, item: InboxItem) -> str:
+        state = self._sessions.cached(item.session_key)
+        row = state.row if state else await self._db.active_session(item.session_key)
+        extras = await self._hooks.status(row) if row else []
+        return status.render([status.session_lines(row), *extras, status.model_lines(self._model)])
+
+    async def compact_session(self, item: InboxItem) -> str:
+        state = await self._sessions.current(item)
+        compacted = await self._sessions.compact(state, item, keep=MANUAL_KEEP)
+        if compacted is None:
+            return "Nothing to compact yet (or the model could not write the summary)."
+        return compaction.NOTICE
+
+    def command_help(self) -> str:
+        return self._commands.help_text()

@@ -1,0 +1,116 @@
+"""The hook points around sessions and turns, where features add what they bring.
+
+A feature (memory, skills, compaction, the background review...) never edits the turn
+code: it adds callables here, and the core calls them at fixed points, in the order
+they were added:
+
+- ``before_turn(start, item)``: may replace the session (compaction) and add notices
+  sent ahead of the reply;
+- ``turn_material(msg, session)``: text for this turn only, appended to the API copy of
+  the user's message (recalled memory, a ``/skill``'s instructions), never stored as
+  what the person wrote;
+- ``turn_done(state, item, result)``: after a model turn committed its replies; a
+  failing hook is logged and never touches the answer already given;
+- ``session_started(row)`` and ``session_ended(session_id)``: a session comes into use
+  in this process, or ends (``/new``, compaction);
+- ``status_lines(row)``: what ``/status`` adds about an open session;
+- ``prompt_blocks(msg)``: blocks for a new session's volatile prompt tier, sorted by
+  their ``order`` (indexes, then memory snapshots, then external memory). They may
+  block (files, locks): the core calls them off the event loop.
+- ``tool_guidance``: a paragraph of the stable tier per tool name, included when that
+  tool is offered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from core.messages import InboundMessage
+from core.session_state import SessionState
+from core.store.records import InboxItem, SessionRow
+from core.turn import TurnResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class TurnStart:
+    """The session a turn is about to run in, and notices to send before its reply."""
+
+    state: SessionState
+    notices: list[str] = field(default_factory=list)
+
+
+BeforeTurn = Callable[[TurnStart, InboxItem], Awaitable[None]]
+TurnMaterial = Callable[[InboundMessage, SessionRow], Awaitable[str | None]]
+TurnDone = Callable[[SessionState, InboxItem, TurnResult], Awaitable[None]]
+SessionStarted = Callable[[SessionRow], Awaitable[None]]
+SessionEnded = Callable[[str], Awaitable[None]]
+StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
+
+# Where a block sits in the volatile tier (lower first): the order DESIGN.md documents.
+INDEX_BLOCKS = 10
+MEMORY_BLOCKS = 20
+EXTERNAL_BLOCKS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class PromptBlock:
+    """Text for a new session's volatile tier; ``render`` may block (it runs in a thread)."""
+
+    render: Callable[[InboundMessage], Sequence[str]]
+    order: int = MEMORY_BLOCKS
+
+
+@dataclass(slots=True)
+class TurnHooks:
+    """See the module docstring."""
+
+    before_turn: list[BeforeTurn] = field(default_factory=list)
+    turn_material: list[TurnMaterial] = field(default_factory=list)
+    turn_done: list[TurnDone] = field(default_factory=list)
+    session_started: list[SessionStarted] = field(default_factory=list)
+    session_ended: list[SessionEnded] = field(default_factory=list)
+    status_lines: list[StatusLines] = field(default_factory=list)
+    prompt_blocks: list[PromptBlock] = field(default_factory=list)
+    tool_guidance: dict[str, str] = field(default_factory=dict)
+
+    async def prepare(self, start: TurnStart, item: InboxItem) -> TurnStart:
+        for hook in self.before_turn:
+            await hook(start, item)
+        return start
+
+    async def api_content(self, msg: InboundMessage, row: SessionRow) -> str | None:
+        """The user message as sent to the model, or None when no hook added anything.
+
+        None keeps ``api_content`` NULL: the stored text is then exactly what was sent.
+        """
+        extras = [extra for material in self.turn_material if (extra := await material(msg, row))]
+        if not extras:
+            return None
+        return "\n\n".join([msg.text, *extras])
+
+    async def finished(self, state: SessionState, item: InboxItem, result: TurnResult) -> None:
+        for hook in self.turn_done:
+            try:
+                await hook(state, item, result)
+            except Exception:  # the turn is committed and answered whatever a hook does
+                log.exception("after-turn hook failed for inbox %s", item.id)
+
+    async def started(self, row: SessionRow) -> None:
+        for hook in self.session_started:
+            await hook(row)
+
+    async def ended(self, session_id: str) -> None:
+        for hook in self.session_ended:
+            await hook(session_id)
+
+    async def status(self, row: SessionRow) -> list[list[str]]:
+        return [await lines(row) for lines in self.status_lines]
+
+    def blocks(self, msg: InboundMessage) -> list[str]:
+        """The volatile blocks for a new session of ``msg``'s chat (blocking)."""
+        ordered = sorted(self.prompt_blocks, key=lambda block: block.order)
+        return [text for block in ordered for text in block.render(msg) if text]

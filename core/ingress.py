@@ -1,0 +1,128 @@
+"""Ingress: the core's front door, as adapters see it (``core.inbox.Inbox``).
+
+``accept`` commits a message to the inbox (a redelivery of the same platform message is
+recognised by its dedup key and not queued again) and queues it on its session's lane,
+with the chat command it invokes parsed once, here. ``/stop`` jumps the queue: it must
+reach the turn it is meant to cancel. ``recover`` queues what a previous process
+accepted but never processed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+
+from core.commands import STOP, CommandRegistry
+from core.messages import InboundMessage, OutboundMessage
+from core.router import SessionRouter
+from core.session_key import session_key
+from core.stats import CoreStats
+from core.store.db import SessionDB
+from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
+from core.tasks import TaskSet
+from core.turns import TurnProcessor, Work
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPolicy:
+    """Whether members of a group chat each get their own session, per platform."""
+
+    group_sessions_per_user: bool = True
+    # Per platform, overriding ``group_sessions_per_user``.
+    by_platform: Mapping[str, bool] = field(default_factory=dict)
+
+    def per_user(self, platform: str) -> bool:
+        return self.by_platform.get(platform, self.group_sessions_per_user)
+
+
+class Ingress:
+    """See the module docstring. Implements ``core.inbox.Inbox``."""
+
+    def __init__(
+        self,
+        db: SessionDB,
+        router: SessionRouter[Work],
+        processor: TurnProcessor,
+        commands: CommandRegistry,
+        stats: CoreStats,
+        policy: SessionPolicy,
+    ) -> None:
+        self._db = db
+        self._router = router
+        self._processor = processor
+        self._commands = commands
+        self._stats = stats
+        self._policy = policy
+        self._tasks = TaskSet("ingress")
+
+    async def close(self) -> None:
+        await self._tasks.close()
+
+    async def accept(self, msg: InboundMessage) -> Accepted:
+        """Commit ``msg`` to the inbox and queue it; a redelivery is not queued again."""
+        key = session_key(msg, group_sessions_per_user=self._policy.per_user(msg.platform))
+        accepted = await self._db.accept(msg, key)
+        if not accepted.created:
+            self._stats.duplicates[msg.platform] += 1
+            return accepted
+        self._stats.inbound[msg.platform] += 1
+        self._dispatch(accepted.item)
+        return accepted
+
+    async def recover(self, up_to: int | None = None) -> int:
+        """Queue every message accepted before a restart but never processed.
+
+        ``up_to`` is the newest inbox id before the adapters started: what they accept
+        from then on is dispatched as it arrives and must not be queued twice.
+        """
+        items = await self._db.pending_inbox(up_to)
+        for item in items:
+            if self._router.in_flight(item.id):
+                continue
+            self._dispatch(item)
+        if items:
+            log.info("recovered %d unprocessed inbound messages", len(items))
+        return len(items)
+
+    def replies(self, item: InboxItem) -> Awaitable[TurnReplies]:
+        """``item``'s replies: the future its turn resolves while it is in flight."""
+        if self._router.in_flight(item.id):
+            return self._router.watch(item.id)
+        return self._stored_replies(item)
+
+    async def _stored_replies(self, item: InboxItem) -> TurnReplies:
+        # Re-read the row: the turn may have finished after ``item`` was read.
+        current = await self._db.inbox_item(item.id) or item
+        replies = await self._db.replies_for(item.id)
+        return TurnReplies(current.session_id, replies, pending=current.status == "pending")
+
+    async def replies_after(
+        self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int
+    ) -> list[OutboundMessage]:
+        return await self._db.replies_after(
+            platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
+        )
+
+    async def last_seen(
+        self, platform: str, since: float, until: float, limit: int = 500
+    ) -> list[LastSeen]:
+        return await self._db.last_seen(platform, since, until, limit)
+
+    def command_menu(self) -> list[tuple[str, str]]:
+        return [(c.name, c.summary) for c in self._commands.all()]
+
+    def _dispatch(self, item: InboxItem) -> None:
+        work = Work(item, self._commands.parse(item.message.text))
+        if work.command is not None and work.command.command.name == STOP:
+            self._router.watch(item.id)
+            self._tasks.spawn(self._stop(work), name=f"stop:{item.session_key}")
+            return
+        self._router.submit(work)
+
+    async def _stop(self, work: Work) -> None:
+        stopped = self._router.cancel(work.session_key)
+        replies = await self._processor.stopped(work, stopped=stopped)
+        self._router.resolve(work.id, replies)

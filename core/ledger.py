@@ -1,0 +1,62 @@
+"""The delivery ledger: where adapters report how far a reply got.
+
+A push adapter sending a long reply part by part records each part delivered
+(``parts_sent``), so a retry, even after a restart, resumes after them. A pull adapter
+(the webhook) hands replies out in HTTP responses and records them ``delivered``;
+recording each one in its own write would cost a statement per reply on the hot path,
+so those ids are queued and written by one flush task, in bulk.
+
+Adapters only ever report here: they never call back into the inbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from core.clock import Clock
+from core.store.db import SessionDB
+from core.tasks import TaskSet
+
+
+class DeliveryLedger(Protocol):
+    """What an adapter reports about the replies it delivers."""
+
+    async def parts_sent(self, outbox_id: int, parts: int) -> None:
+        """Record, durably, that the first ``parts`` parts of a long reply went out: a
+        retry (even after a restart) resumes after them (``OutboundMessage.parts_sent``)."""
+        ...
+
+    def delivered(self, ids: Sequence[int]) -> None:
+        """Record, soon and in bulk, that these replies reached the person."""
+        ...
+
+
+class Ledger:
+    """The ``DeliveryLedger`` over the SessionDB's outbox; ``close`` flushes what is left."""
+
+    def __init__(self, db: SessionDB, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+        self._pending: list[int] = []
+        self._tasks = TaskSet("delivery-ledger")
+
+    async def parts_sent(self, outbox_id: int, parts: int) -> None:
+        await self._db.note_parts_sent(outbox_id, parts)
+
+    def delivered(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        start_flush = not self._pending
+        self._pending.extend(ids)
+        if start_flush:
+            self._tasks.spawn(self._flush(), name="flush")
+
+    async def _flush(self) -> None:
+        ids, self._pending = self._pending, []
+        await self._db.mark_delivered(ids, self._clock.now())
+
+    async def close(self) -> None:
+        if self._pending:
+            await self._flush()
+        await self._tasks.close()

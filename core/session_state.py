@@ -1,0 +1,27 @@
+"""One open session as a turn sees it: its row and its transcript as the model saw it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core import compaction
+from core.models.base import ChatMessage
+from core.store.records import SessionRow
+
+
+@dataclass(slots=True)
+class SessionState:
+    """A session row and its transcript as the model saw it (the next request's prefix)."""
+
+    row: SessionRow
+    history: list[ChatMessage]
+    # Characters of ``history[:counted]``, kept as the history grows (it only appends).
+    counted: int = 0
+    chars: int = 0
+
+    def history_chars(self) -> int:
+        if self.counted > len(self.history):  # replaced, not appended: count afresh
+            self.counted, self.chars = 0, 0
+        self.chars += compaction.message_chars(self.history[self.counted :])
+        self.counted = len(self.history)
+        return self.chars

@@ -1,0 +1,226 @@
+"""Turns: one accepted inbound message to a committed outcome.
+
+Each piece of work is a chat command or a model turn. Its outcome (the transcript, the
+replies, the inbox row's status) is committed in one transaction, then the replies go
+to the outbox for delivery. A model that fails, or a bug anywhere in the turn, becomes
+a reply a person can act on and a ``failed`` row, never a silent drop; ``/stop``
+cancels the turn running for a chat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.clock import Clock
+from core.commands import STOP, CommandHost, Invocation
+from core.errors import ModelError, ModelRequestError, RateLimited
+from core.hooks import TurnHooks, TurnStart
+from core.outbox import Outbox
+from core.session_state import SessionState
+from core.sessions import SessionKeeper
+from core.stats import CoreStats
+from core.store.db import SessionDB
+from core.store.records import InboxItem, NewMessage, TurnOutcome, TurnReplies
+from core.tools import ToolContext
+from core.turn import TurnResult, TurnRunner
+
+log = logging.getLogger(__name__)
+
+CRASHED = "Sorry, something went wrong on my side and this message was not answered."
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """An inbox item on its way through a chat's lane, with the command it invokes
+    (parsed once, when it was dispatched)."""
+
+    item: InboxItem
+    command: Invocation | None = None
+
+    @property
+    def id(self) -> int:
+        return self.item.id
+
+    @property
+    def session_key(self) -> str:
+        return self.item.session_key
+
+    @property
+    def session_id(self) -> str | None:
+        return self.item.session_id
+
+
+class TurnProcessor:
+    """See the module docstring. Called by the session router, one item per lane."""
+
+    def __init__(
+        self,
+        db: SessionDB,
+        runner: TurnRunner,
+        sessions: SessionKeeper,
+        hooks: TurnHooks,
+        host: CommandHost,
+        outbox: Outbox,
+        clock: Clock,
+        stats: CoreStats,
+    ) -> None:
+        self._db = db
+        self._runner = runner
+        self._sessions = sessions
+        self._hooks = hooks
+        self._host = host
+        self._outbox = outbox
+        self._clock = clock
+        self._stats = stats
+
+    async def handle(self, work: Work) -> TurnReplies:
+        """Run ``work``'s command or model turn and commit what it produced."""
+        if work.command is not None:
+            return await self._command(work.item, work.command)
+        item = work.item
+        started = self._clock.now()
+        start = await self._hooks.prepare(TurnStart(await self._sessions.current(item)), item)
+        state = start.state
+        try:
+            result = await self._run_turn(state, item)
+        except ModelError as exc:
+            log.warning("turn %s failed: %s", item.id, exc.__class__.__name__)
+            return await self._fail(item, state, failure_reply(exc), repr(exc), started)
+        except Exception as exc:  # the one boundary where any bug becomes a clean reply
+            log.exception("turn %s crashed", item.id)
+            return await self._fail(item, state, CRASHED, repr(exc), started)
+        return await self._complete(item, state, result, started, start.notices)
+
+    async def cancelled(self, work: Work) -> TurnReplies:
+        """Commit the outcome of a turn ``/stop`` cancelled."""
+        state = self._sessions.cached(work.session_key)
+        outcome = TurnOutcome(
+            item=work.item,
+            status="cancelled",
+            processed_at=self._clock.now(),
+            session_id=state.row.id if state else None,
+            error="stopped by /stop",
+        )
+        self._stats.turns["cancelled"] += 1
+        return await self._finish(outcome)
+
+    async def stopped(self, work: Work, *, stopped: bool) -> TurnReplies:
+        """Answer a ``/stop``: whether it cancelled a running turn."""
+        text = "Stopped." if stopped else "Nothing is running."
+        outcome = TurnOutcome(
+            item=work.item, status="done", processed_at=self._clock.now(), replies=[text]
+        )
+        self._stats.commands[STOP] += 1
+        return await self._finish(outcome)
+
+    async def _run_turn(self, state: SessionState, item: InboxItem) -> TurnResult:
+        msg = item.message
+        # Turn-only material goes into the API copy of the user message, never the transcript.
+        user = NewMessage(
+            role="user",
+            content=msg.text,
+            api_content=await self._hooks.api_content(msg, state.row),
+            created_at=msg.received_at,
+            platform_message_id=msg.platform_message_id,
+        )
+        ctx = ToolContext(
+            session_id=state.row.id,
+            session_key=item.session_key,
+            platform=msg.platform,
+            chat_id=msg.chat_id,
+            user_id=msg.user_id,
+            thread_id=msg.thread_id,
+            route=msg.route,
+        )
+        return await self._runner.run(
+            system=state.row.system_prompt, history=state.history, user=user, ctx=ctx
+        )
+
+    async def _complete(
+        self,
+        item: InboxItem,
+        state: SessionState,
+        result: TurnResult,
+        started: float,
+        notices: Sequence[str] = (),
+    ) -> TurnReplies:
+        now = self._clock.now()
+        outcome = TurnOutcome(
+            item=item,
+            status="done",
+            processed_at=now,
+            session_id=state.row.id,
+            messages=result.messages,
+            replies=[*notices, result.reply] if result.reply.strip() else list(notices),
+            tool_calls=result.tool_calls,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cache_read_tokens=result.cache_read_tokens,
+            cache_write_tokens=result.cache_write_tokens,
+        )
+        replies = await self._finish(outcome)
+        state.history = result.api_view
+        state.row = dataclasses.replace(
+            state.row,
+            turn_count=state.row.turn_count + 1,
+            message_count=state.row.message_count + len(result.messages),
+            last_active_at=now,
+        )
+        self._stats.observe_turn("done", now - started)
+        await self._hooks.finished(state, item, result)
+        return replies
+
+    async def _fail(
+        self, item: InboxItem, state: SessionState, reply: str, error: str, started: float
+    ) -> TurnReplies:
+        now = self._clock.now()
+        outcome = TurnOutcome(
+            item=item,
+            status="failed",
+            processed_at=now,
+            session_id=state.row.id,
+            replies=[reply],
+            error=error[:2000],
+        )
+        self._stats.observe_turn("failed", now - started)
+        return await self._finish(outcome)
+
+    async def _command(self, item: InboxItem, invocation: Invocation) -> TurnReplies:
+        command, args = invocation
+        self._stats.commands[command.name] += 1
+        reply = await command.handler(self._host, item, args)
+        state = self._sessions.cached(item.session_key)
+        if state is None and reply.end_session_reason is not None:
+            row = await self._db.active_session(item.session_key)
+            state = SessionState(row, []) if row is not None else None
+        outcome = TurnOutcome(
+            item=item,
+            status="done",
+            processed_at=self._clock.now(),
+            session_id=state.row.id if state else None,
+            replies=[reply.text],
+            end_session_reason=reply.end_session_reason if state else None,
+        )
+        replies = await self._finish(outcome)
+        if reply.end_session_reason is not None:
+            self._sessions.forget(item.session_key)
+            if state is not None:
+                await self._hooks.ended(state.row.id)
+        return replies
+
+    async def _finish(self, outcome: TurnOutcome) -> TurnReplies:
+        replies = await self._db.finish_turn(outcome)
+        await self._outbox.publish(replies)
+        return TurnReplies(outcome.session_id, replies)
+
+
+def failure_reply(exc: ModelError) -> str:
+    """One line a person can act on when the model could not answer."""
+    if isinstance(exc, RateLimited):
+        return "The model provider is rate-limiting requests; please try again in a minute."
+    if isinstance(exc, ModelRequestError):
+        return "The model provider refused the request; an administrator should check the logs."
+    return "The model provider is not answering right now; please try again shortly."
