@@ -19,6 +19,14 @@ _id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
+    _reviews()
+    _cron_jobs()
+    _cron_runs()
+    _curator_runs()
+    _scheduler_state()
+
+
+def _reviews() -> None:
     # One row per background review: the audit trail, and the marker the review cadence
     # counts from (reviews never write to the user's transcript).
     op.create_table(
@@ -44,6 +52,8 @@ def upgrade() -> None:
     op.create_index("ix_reviews_session", "reviews", ["session_id", "id"])
     op.create_index("ix_reviews_status", "reviews", ["status", "id"])
 
+
+def _cron_jobs() -> None:
     op.create_table(
         "cron_jobs",
         sa.Column("id", sa.String(32), primary_key=True),
@@ -71,6 +81,8 @@ def upgrade() -> None:
     )
     op.create_index("ix_cron_jobs_next_run", "cron_jobs", ["next_run_at"])
 
+
+def _cron_runs() -> None:
     op.create_table(
         "cron_runs",
         sa.Column("id", _id, primary_key=True, autoincrement=True),
@@ -87,6 +99,8 @@ def upgrade() -> None:
     )
     op.create_index("ix_cron_runs_job", "cron_runs", ["job_id", "id"])
 
+
+def _curator_runs() -> None:
     op.create_table(
         "curator_runs",
         sa.Column("id", _id, primary_key=True, autoincrement=True),
@@ -104,6 +118,8 @@ def upgrade() -> None:
         sa.Column("error", sa.Text),
     )
 
+
+def _scheduler_state() -> None:
     # Small named facts of the scheduler: when the Curator was first armed, whether paused.
     op.create_table(
         "scheduler_state",
