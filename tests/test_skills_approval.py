@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from core.skills.approval import SkillApprovals
-from core.skills.provenance import write_origin
 from core.skills.usage import SkillUsage
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
@@ -86,8 +85,7 @@ def test_an_invalid_batch_is_answered_like_a_real_run_and_not_staged(
 
 
 def test_approve_writes_it_records_provenance_and_clears_it(approvals: SkillApprovals) -> None:
-    with write_origin("background_review"):
-        payload = approvals.stage({"operations": [create_op("triage")]}, "background_review")
+    payload = approvals.stage({"operations": [create_op("triage")]}, "background_review")
     outcome = approvals.approve(payload["pending_id"])
     assert outcome.ok, outcome.message
     assert (approvals.skills_dir / "triage" / "SKILL.md").read_text() == SKILL.format(name="triage")

@@ -24,7 +24,6 @@ from core.errors import ModelError
 from core.models.base import ModelClient, ToolSpec
 from core.skills.library import SKILL_FILE, split_frontmatter
 from core.skills.manage import find_skill
-from core.skills.provenance import write_origin
 from core.skills.tools import MANAGE_SPEC, SKILL_TOOL_NAMES, SkillTools
 from core.skills.usage import SkillUsage
 from core.store.records import NewMessage
@@ -52,7 +51,12 @@ create. Never try to delete. If a skill outside the list should be merged, say s
 recommend `chatgate curator adopt <name>` instead of touching it. When done, answer with \
 a short summary of what you changed and why."""
 CONTEXT = ToolContext(
-    session_id="curator", session_key="curator", platform="curator", chat_id="", user_id=""
+    session_id="curator",
+    session_key="curator",
+    platform="curator",
+    chat_id="",
+    user_id="",
+    origin="background_review",
 )
 
 
@@ -92,12 +96,11 @@ class Consolidator:
         registry = self._registry(result, frozenset(protected))
         runner = TurnRunner(self.model, registry, self._clock, max_iterations=self._max_iterations)
         user = NewMessage(role="user", content=_survey(candidates), created_at=self._clock.now())
-        with write_origin("background_review"):
-            try:
-                turn = await runner.run(system=SYSTEM, history=(), user=user, ctx=CONTEXT)
-            except ModelError as exc:
-                result.summary = f"The model could not be reached: {exc}"
-                return result
+        try:
+            turn = await runner.run(system=SYSTEM, history=(), user=user, ctx=CONTEXT)
+        except ModelError as exc:
+            result.summary = f"The model could not be reached: {exc}"
+            return result
         result.summary = turn.reply
         result.tool_calls = turn.tool_calls
         return result

@@ -25,9 +25,10 @@ from typing import Any
 from core.pending import PendingFolder
 from core.skills import index
 from core.skills.manage import find_skill, manage_skills
-from core.skills.provenance import ORIGINS, WriteOrigin, record_results
+from core.skills.provenance import record_results
 from core.skills.usage import SkillUsage
 from core.skills.validate import SkillRefused, check_name
+from core.tools import WRITE_ORIGINS, WriteOrigin
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class PendingSkillWrite:
         """Raises ``ValueError``, ``KeyError`` or ``TypeError`` for a malformed record."""
         operations = tuple(dict(op) for op in data["operations"])
         origin = data.get("origin", "foreground")
-        if not operations or origin not in ORIGINS:
+        if not operations or origin not in WRITE_ORIGINS:
             raise ValueError("no operations or an unknown origin")
         refusal = data.get("last_refusal")
         return cls(

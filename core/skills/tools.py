@@ -20,7 +20,7 @@ from core.skills import index
 from core.skills.approval import SkillApprovals
 from core.skills.library import Library, load_library
 from core.skills.manage import manage_skills
-from core.skills.provenance import current_origin, record_results
+from core.skills.provenance import record_results
 from core.skills.usage import SkillUsage
 from core.skills.validate import SKILL_FILE, SkillRefused, supporting_path
 from core.tools import ToolContext
@@ -106,7 +106,7 @@ class SkillTools:
         return [
             _SkillTool(LIST_SPEC, lambda a, c: self._list(a, c, names)),
             _SkillTool(VIEW_SPEC, lambda a, c: self._view(a, c, names)),
-            _SkillTool(MANAGE_SPEC, lambda a, c: self._manage(a)),
+            _SkillTool(MANAGE_SPEC, self._manage),
         ]
 
     def _list(self, args: dict[str, Any], ctx: ToolContext, tools: frozenset[str]) -> Any:
@@ -142,15 +142,14 @@ class SkillTools:
             "files": _supporting_files(skill.path),
         }
 
-    def _manage(self, args: dict[str, Any]) -> Any:
-        origin = current_origin()
+    def _manage(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         if self.approvals is not None:
-            return self.approvals.stage(args, origin)
+            return self.approvals.stage(args, ctx.origin)
         result = manage_skills(
             self.skills_dir, args, on_written=lambda: index.invalidate(self.skills_dir)
         )
         if result.get("success"):
-            record_results(self.usage, result.get("results", []), origin, self._now())
+            record_results(self.usage, result.get("results", []), ctx.origin, self._now())
         return result
 
     def _now(self) -> datetime:
