@@ -31,6 +31,7 @@ from core.search.tool import SessionSearchTool
 from core.skills.approval import SkillApprovals
 from core.skills.commands import skill_commands
 from core.skills.slash import slash_loader
+from core.skills.store import SkillStore
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
 from core.store.engine import create_engines
@@ -107,8 +108,12 @@ async def open_gateway(
         _announce_model(model)
         cron = CronWiring(settings, db, clock) if settings.cron.enabled else None
         all_tools = [cron.tool, *tools] if cron is not None else tools
+        # One store for every writer of the skills folder, so each write shows in the index.
+        skills = SkillStore(settings.home / "skills")
         conversations = await stack.enter_async_context(
-            _conversations(settings, db, model, all_tools, clock, memory or memory_setup(settings))
+            _conversations(
+                settings, db, model, all_tools, clock, memory or memory_setup(settings), skills
+            )
         )
         gateway = Gateway(settings, db, conversations, model, {a.name: a for a in adapters})
         delivery = PushDelivery(db, gateway.adapters, clock)
@@ -132,7 +137,7 @@ async def open_gateway(
             cron.service.attach(gateway.scheduler, settings.cron.tick_seconds)
             stack.push_async_callback(cron.service.aclose)
             gateway.cron = cron.service
-        gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler)
+        gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler, skills)
         before_start = await db.newest_inbox_id()
         for adapter in adapters:
             await adapter.start(conversations)
@@ -194,6 +199,7 @@ def _conversations(
     tools: Sequence[Tool],
     clock: Clock,
     memory: MemorySetup,
+    skill_store: SkillStore,
 ) -> Conversations:
     registry = ToolRegistry()
     commands = builtin_commands()
@@ -206,9 +212,9 @@ def _conversations(
                 owners=settings.search.owners,
             )
         )
-    approvals = SkillApprovals(settings.home)
+    approvals = SkillApprovals(settings.home, skill_store)
     skills = SkillTools(
-        settings.home / "skills",
+        skill_store,
         disabled=settings.skills.disabled,
         approvals=approvals if settings.skills.write_approval else None,
     )

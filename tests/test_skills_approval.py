@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from core.skills.approval import SkillApprovals
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
@@ -19,7 +20,7 @@ SKILL = "---\nname: {name}\ndescription: Do {name} the careful way\n---\n1. Chec
 
 @pytest.fixture
 def approvals(tmp_path: Path) -> SkillApprovals:
-    return SkillApprovals(tmp_path)
+    return SkillApprovals(tmp_path, SkillStore(tmp_path / "skills"))
 
 
 def create_op(name: str) -> dict[str, Any]:
@@ -153,7 +154,7 @@ async def test_with_write_approval_a_skill_waits_for_skills_approve(
         await gw.say("save how we write release notes as a skill")
         on_disk_before = skill_md.exists()
         listed = reply_text(await gw.say("/skills pending"))
-        (write,) = SkillApprovals(home).list()
+        (write,) = SkillApprovals(home, SkillStore(home / "skills")).list()
         diff = reply_text(await gw.say(f"/skills diff {write.id}"))
         help_text = reply_text(await gw.say("/help"))
         approved = reply_text(await gw.say(f"/skills approve {write.id}"))

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from core.skills.approval import SkillApprovals
+from core.skills.store import SkillStore
 from core.skills.tools import SkillTools
 from core.tools import ToolContext, WriteOrigin
 
@@ -34,7 +35,7 @@ def test_the_origin_defaults_to_foreground_and_is_per_context() -> None:
 
 
 def test_a_foreground_write_belongs_to_the_user(tmp_path: Path) -> None:
-    tools = SkillTools(tmp_path / "skills")
+    tools = SkillTools(SkillStore(tmp_path / "skills"))
     assert create(tools, "deploy")["success"] is True
     record = tools.usage.get("deploy")
     assert record is not None
@@ -42,7 +43,7 @@ def test_a_foreground_write_belongs_to_the_user(tmp_path: Path) -> None:
 
 
 def test_a_background_review_write_is_the_agents(tmp_path: Path) -> None:
-    tools = SkillTools(tmp_path / "skills")
+    tools = SkillTools(SkillStore(tmp_path / "skills"))
     assert create(tools, "triage", "background_review")["success"] is True
     record = tools.usage.get("triage")
     assert record is not None
@@ -50,7 +51,7 @@ def test_a_background_review_write_is_the_agents(tmp_path: Path) -> None:
 
 
 def test_adopt_hands_a_user_skill_to_the_curator_keeping_its_clock(tmp_path: Path) -> None:
-    tools = SkillTools(tmp_path / "skills")
+    tools = SkillTools(SkillStore(tmp_path / "skills"))
     create(tools, "deploy")
     before = tools.usage.get("deploy")
     tools.usage.adopt("deploy")
@@ -63,8 +64,9 @@ def test_adopt_hands_a_user_skill_to_the_curator_keeping_its_clock(tmp_path: Pat
 
 
 def test_a_staged_write_keeps_its_origin_until_it_is_approved(tmp_path: Path) -> None:
-    approvals = SkillApprovals(tmp_path)
-    tools = SkillTools(tmp_path / "skills", approvals=approvals)
+    store = SkillStore(tmp_path / "skills")
+    approvals = SkillApprovals(tmp_path, store)
+    tools = SkillTools(store, approvals=approvals)
     origins: dict[str, WriteOrigin] = {"deploy": "foreground", "triage": "background_review"}
     staged = {name: create(tools, name, origin) for name, origin in origins.items()}
     assert all(payload["staged"] is True for payload in staged.values())

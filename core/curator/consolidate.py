@@ -24,6 +24,7 @@ from core.errors import ModelError
 from core.models.base import ModelClient, ToolSpec
 from core.skills.library import SKILL_FILE, split_frontmatter
 from core.skills.manage import find_skill
+from core.skills.store import SkillStore
 from core.skills.tools import MANAGE_SPEC, SKILL_TOOL_NAMES, SkillTools
 from core.skills.usage import SkillUsage
 from core.store.records import NewMessage
@@ -74,13 +75,14 @@ class ConsolidationResult:
 
 
 class Consolidator:
-    """Runs one consolidation over a skills folder with one model."""
+    """Runs one consolidation over a skills store with one model."""
 
     def __init__(
-        self, model: ModelClient, skills_dir: Path, clock: Clock, *, max_iterations: int = 60
+        self, model: ModelClient, skills: SkillStore, clock: Clock, *, max_iterations: int = 60
     ) -> None:
         self.model = model
-        self.skills_dir = skills_dir
+        self.skills_dir = skills.skills_dir
+        self._skills = skills
         self._clock = clock
         self._max_iterations = max_iterations
 
@@ -106,14 +108,14 @@ class Consolidator:
         return result
 
     def _registry(self, result: ConsolidationResult, protected: frozenset[str]) -> ToolRegistry:
-        tools = SkillTools(self.skills_dir, clock=self._clock, record_views=False)
+        tools = SkillTools(self._skills, clock=self._clock, record_views=False)
         registry = ToolRegistry()
         for tool in tools.tools(SKILL_TOOL_NAMES):
             if tool.spec.name == MANAGE_SPEC.name:
                 registry.register(_GuardedManage(tool, self.skills_dir, result, protected))
             else:
                 registry.register(tool)
-        registry.register(_Absorb(self.skills_dir, self._clock, result, protected))
+        registry.register(_Absorb(self._skills, self._clock, result, protected))
         return registry
 
 
@@ -199,9 +201,14 @@ class _Absorb:
     spec = ABSORB_SPEC
 
     def __init__(
-        self, skills_dir: Path, clock: Clock, result: ConsolidationResult, protected: frozenset[str]
+        self,
+        skills: SkillStore,
+        clock: Clock,
+        result: ConsolidationResult,
+        protected: frozenset[str],
     ) -> None:
-        self._skills_dir = skills_dir
+        self._skills = skills
+        self._skills_dir = skills.skills_dir
         self._clock = clock
         self._result = result
         self._protected = protected
@@ -215,7 +222,7 @@ class _Absorb:
             return _refuse(self._result, refusal)
         at = datetime.fromtimestamp(self._clock.now(), tz=UTC)
         try:
-            await asyncio.to_thread(archive_skill, self._skills_dir, name, at)
+            await asyncio.to_thread(archive_skill, self._skills, name, at)
         except TransitionError as exc:
             return _refuse(self._result, str(exc))
         SkillUsage(self._skills_dir).set_absorbed_into(name, into, at)

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from core.pending import PendingFolder
-from core.skills import index
 from core.skills.manage import find_skill, manage_skills
 from core.skills.provenance import record_results
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.skills.validate import SkillRefused, check_name
 from core.tools import WRITE_ORIGINS, WriteOrigin
@@ -98,8 +98,10 @@ class SkillApprovals:
     is never applied twice by two reviewers at once.
     """
 
-    def __init__(self, home: Path) -> None:
-        self.skills_dir = home / "skills"
+    def __init__(self, home: Path, skills: SkillStore) -> None:
+        """Batches wait in ``home/pending/skills``; approved ones are written to ``skills``."""
+        self.skills_dir = skills.skills_dir
+        self._skills = skills
         self.pending = PendingFolder(home / "pending" / "skills", "skill")
         self.folder = self.pending.folder
 
@@ -159,11 +161,7 @@ class SkillApprovals:
             write = self.get(pending_id)
             if write is None:
                 return ApprovalOutcome(pending_id, ok=False, message=_missing(pending_id))
-            result = manage_skills(
-                self.skills_dir,
-                {"operations": list(write.operations)},
-                on_written=lambda: index.invalidate(self.skills_dir),
-            )
+            result = self._skills.manage({"operations": list(write.operations)})
             if not result.get("success"):
                 reason = str(result.get("error"))
                 self._save(replace(write, last_refusal=reason))
@@ -222,6 +220,7 @@ def _dry_run(skills_dir: Path, scratch: Path, operations: object) -> tuple[dict[
             relative = original.relative_to(skills_dir)
             shutil.copytree(original, scratch / relative, symlinks=True)
             before[name] = original
+    # The scratch copy is not the skills folder: no store, and no index to clear.
     result = manage_skills(scratch, {"operations": operations})
     if not result.get("success"):
         return result, ""
