@@ -305,6 +305,21 @@ async def test_rollback_undoes_a_pass(db: SessionDB, skills: Path, clock: Manual
     assert not (skills / ".archive" / "forgotten").exists()
 
 
+async def test_a_rollback_brings_back_the_skills_index_of_its_snapshot(
+    db: SessionDB, skills: Path, clock: ManualClock
+) -> None:
+    add_skill(skills, "forgotten", idle_days=100, description="Old procedure")
+    store = SkillStore(skills)  # one store for the folder, as in one gateway process
+    tools = ("skill_view",)
+    report = await make(db, skills, clock, store=store).run("manual")
+    assert report.backup_id is not None
+    assert "forgotten" not in store.index("webhook", tools)
+
+    SkillBackups(store).rollback(report.backup_id, clock.now() + 60)
+
+    assert "- forgotten: Old procedure" in store.index("webhook", tools)
+
+
 async def test_dry_run_changes_nothing_and_says_what_would_happen(
     db: SessionDB, skills: Path, clock: ManualClock
 ) -> None:
