@@ -10,16 +10,25 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from core.models.base import ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
 
+# On whose behalf a tool writes: a foreground turn writes for the person in the chat; the
+# background review (and the curator's consolidation, which writes as it does) for the agent.
+WriteOrigin = Literal["foreground", "background_review"]
+WRITE_ORIGINS: tuple[WriteOrigin, ...] = ("foreground", "background_review")
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who is calling: the session and chat a tool call belongs to."""
+    """Who is calling: the session and chat a tool call belongs to, and on whose behalf.
+
+    ``origin`` decides provenance: only a ``background_review`` write makes a skill the
+    agent's (``created_by: agent``); a foreground write is the person's.
+    """
 
     session_id: str
     session_key: str
@@ -28,6 +37,7 @@ class ToolContext:
     user_id: str
     thread_id: str | None = None
     route: str | None = None
+    origin: WriteOrigin = "foreground"
 
 
 class Tool(Protocol):

@@ -25,6 +25,7 @@ from core.curator.transitions import TransitionError, archive_skill, restore_ski
 from core.errors import ConfigError
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
+from core.skills.store import SkillStore
 from core.store.db import SessionDB
 from gateway import skills_cli
 from gateway.config import Settings, load_settings
@@ -57,12 +58,19 @@ def policy_for(settings: Settings) -> CuratorPolicy:
 
 
 def build_curator(
-    settings: Settings, db: SessionDB, model: ModelClient | None = None, clock: Clock | None = None
+    settings: Settings,
+    db: SessionDB,
+    skills: SkillStore,
+    model: ModelClient | None = None,
+    clock: Clock | None = None,
 ) -> Curator:
-    """The curator the gateway and this CLI share (skills and reports under the home)."""
+    """The curator the gateway and this CLI share (reports under the home).
+
+    ``skills`` is the store every other skill writer of this process uses.
+    """
     return Curator(
         db,
-        skills_dir=settings.home / "skills",
+        skills=skills,
         reports_dir=settings.home / "curator" / "reports",
         policy=policy_for(settings),
         clock=clock or SystemClock(),
@@ -80,7 +88,9 @@ def _with_curator(fn: Callable[[Curator], Awaitable[T]], *, model: bool = False)
         client = _model(settings) if model else None
         try:
             async with SessionDB(settings.database_url) as db:
-                return await fn(build_curator(settings, db, client))
+                return await fn(
+                    build_curator(settings, db, skills_cli.skill_store(settings), client)
+                )
         finally:
             if client is not None:
                 await client.aclose()
@@ -101,7 +111,7 @@ def status() -> None:
     """Enabled state, runs, thresholds, counts by state and provenance, pins, activity."""
     settings = load_settings()
     data = _with_curator(lambda curator: curator.status())
-    kept = len(SkillBackups(settings.home / "skills").all())
+    kept = len(SkillBackups(skills_cli.skill_store(settings)).all())
     print_status(console, data, backups=kept, now=SystemClock().now())
 
 
@@ -134,7 +144,7 @@ def rollback(
 ) -> None:
     """Restore the skills folder from a snapshot; the current tree is snapshotted first."""
     settings = load_settings()
-    backups = SkillBackups(settings.home / "skills")
+    backups = SkillBackups(skills_cli.skill_store(settings))
     if list_:
         _list_backups(backups)
         return
@@ -203,10 +213,10 @@ def restore(name: Name) -> None:
     _move(restore_skill, name, "restored")
 
 
-def _move(move: Callable[[Path, str, datetime], Path], name: str, done: str) -> None:
+def _move(move: Callable[[SkillStore, str, datetime], Path], name: str, done: str) -> None:
     settings = load_settings()
     try:
-        moved = move(settings.home / "skills", name, utc(SystemClock().now()))
+        moved = move(skills_cli.skill_store(settings), name, utc(SystemClock().now()))
     except TransitionError as exc:
         err.print(str(exc), markup=False)
         raise typer.Exit(1) from None

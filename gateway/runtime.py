@@ -44,6 +44,7 @@ from core.session_state import SessionState
 from core.skills.approval import SkillApprovals
 from core.skills.commands import skill_commands
 from core.skills.slash import slash_loader
+from core.skills.store import SkillStore
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
 from core.store.engine import create_engines
@@ -142,7 +143,9 @@ async def open_gateway(
         background = TaskSet("memory-sync")
         stack.push_async_callback(background.close)
         cron = CronWiring(settings, db, clock) if settings.cron.enabled else None
-        _wire(settings, core, db, memory or memory_setup(settings), background)
+        # One store for every writer of the skills folder, so each write shows in the index.
+        skills = SkillStore(settings.home / "skills")
+        _wire(settings, core, db, memory or memory_setup(settings), background, skills)
         for tool in [cron.tool, *tools] if cron is not None else tools:
             core.tools.register(tool)
         gateway = Gateway(settings, db, core, model, {a.name: a for a in adapters})
@@ -157,7 +160,7 @@ async def open_gateway(
             cron.service.attach(gateway.scheduler, settings.cron.tick_seconds)
             stack.push_async_callback(cron.service.aclose)
             gateway.cron = cron.service
-        gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler)
+        gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler, skills)
         before_start = await db.newest_inbox_id()
         for adapter in adapters:
             await adapter.start(core.ingress, core.ledger)
@@ -212,7 +215,12 @@ def _reviews(
 
 
 def _wire(
-    settings: Settings, core: Core, db: SessionDB, memory: MemorySetup, background: TaskSet
+    settings: Settings,
+    core: Core,
+    db: SessionDB,
+    memory: MemorySetup,
+    background: TaskSet,
+    skill_store: SkillStore,
 ) -> None:
     registry, commands, hooks = core.tools, core.commands, core.hooks
     memory.register(settings, registry, commands)
@@ -241,12 +249,14 @@ def _wire(
     hooks.prompt_blocks.append(
         PromptBlock(lambda _msg: providers.system_prompt_blocks(), EXTERNAL_BLOCKS)
     )
-    _wire_skills_and_search(settings, core, db)
+    _wire_skills_and_search(settings, core, db, skill_store)
     if settings.compaction.enabled:
         hooks.before_turn.append(_compaction_hook(settings, core))
 
 
-def _wire_skills_and_search(settings: Settings, core: Core, db: SessionDB) -> None:
+def _wire_skills_and_search(
+    settings: Settings, core: Core, db: SessionDB, skill_store: SkillStore
+) -> None:
     registry, commands, hooks = core.tools, core.commands, core.hooks
     if settings.search.enabled:
         registry.register(
@@ -256,9 +266,9 @@ def _wire_skills_and_search(settings: Settings, core: Core, db: SessionDB) -> No
                 owners=settings.search.owners,
             )
         )
-    approvals = SkillApprovals(settings.home)
+    approvals = SkillApprovals(settings.home, skill_store)
     skills = SkillTools(
-        settings.home / "skills",
+        skill_store,
         disabled=settings.skills.disabled,
         approvals=approvals if settings.skills.write_approval else None,
     )

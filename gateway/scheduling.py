@@ -18,6 +18,7 @@ from core.curator.service import Curator
 from core.messages import ChatTarget
 from core.models.base import ModelClient
 from core.scheduler import Scheduler
+from core.skills.store import SkillStore
 from core.store.cron import CronJob
 from core.store.db import SessionDB
 from gateway.config import Settings
@@ -74,12 +75,20 @@ class CronWiring:
 
 
 def schedule_curator(
-    settings: Settings, db: SessionDB, model: ModelClient, clock: Clock, scheduler: Scheduler
+    settings: Settings,
+    db: SessionDB,
+    model: ModelClient,
+    clock: Clock,
+    scheduler: Scheduler,
+    skills: SkillStore,
 ) -> Curator | None:
-    """The Curator, checked every ``curator.check_minutes`` (first at start, which arms it)."""
+    """The Curator, checked every ``curator.check_minutes`` (first at start, which arms it).
+
+    ``skills`` is the store the skill tools write through, so a pass shows in the index.
+    """
     if not settings.curator.enabled:
         return None
-    curator = build_curator(settings, db, model, clock)
+    curator = build_curator(settings, db, skills, model, clock)
     scheduler.every(
         CURATOR_JOB, "curator check", settings.curator.check_minutes * 60, curator.check, first_in=0
     )

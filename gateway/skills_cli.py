@@ -17,7 +17,8 @@ from rich.text import Text
 
 from core.skills.approval import ApprovalOutcome, SkillApprovals
 from core.skills.doctor import diagnose, format_report
-from core.skills.library import SKILL_FILE, Library, Skill, load_library
+from core.skills.library import SKILL_FILE, Library, Skill
+from core.skills.store import SkillStore
 from core.skills.usage import SkillRecord, SkillUsage
 from core.skills.validate import ALLOWED_FOLDERS, SkillRefused, supporting_path
 from gateway.config import Settings, load_settings
@@ -40,13 +41,17 @@ def _skills_dir(settings: Settings) -> Path:
     return settings.home / "skills"
 
 
+def skill_store(settings: Settings) -> SkillStore:
+    """A CLI process's store of the home's skills folder (a running gateway has its own)."""
+    return SkillStore(_skills_dir(settings))
+
+
+def _approvals(settings: Settings) -> SkillApprovals:
+    return SkillApprovals(settings.home, skill_store(settings))
+
+
 def _library(settings: Settings, platform: str = "webhook") -> Library:
-    return load_library(
-        _skills_dir(settings),
-        platform=platform,
-        enabled_tools=DEFAULT_TOOLS,
-        disabled=settings.skills.disabled,
-    )
+    return skill_store(settings).library(platform, DEFAULT_TOOLS, settings.skills.disabled)
 
 
 def _find(settings: Settings, name: str) -> Skill:
@@ -140,7 +145,7 @@ def doctor(platform: Platform = "webhook") -> None:
 @skills_app.command("pending")
 def pending() -> None:
     """List staged skill writes: id, when, what they do and the skills they touch."""
-    writes = SkillApprovals(load_settings().home).list()
+    writes = _approvals(load_settings()).list()
     if not writes:
         console.print("no skill writes are pending")
         return
@@ -154,7 +159,7 @@ def pending() -> None:
 @skills_app.command("diff")
 def diff(pending_id: PendingId) -> None:
     """Print the unified diff of one staged write; exit 1 if the id is unknown."""
-    approvals = SkillApprovals(load_settings().home)
+    approvals = _approvals(load_settings())
     if approvals.get(pending_id) is None:
         _no_pending(pending_id)
     console.print(approvals.diff(pending_id), markup=False, end="")
@@ -163,7 +168,7 @@ def diff(pending_id: PendingId) -> None:
 @skills_app.command("approve")
 def approve(which: Which) -> None:
     """Apply staged writes to the skills as they are now; exit 1 if one is refused or unknown."""
-    approvals = SkillApprovals(load_settings().home)
+    approvals = _approvals(load_settings())
     if which.lower() == "all":
         outcomes = approvals.approve_all()
     elif approvals.get(which) is None:
@@ -176,7 +181,7 @@ def approve(which: Which) -> None:
 @skills_app.command("reject")
 def reject(which: Which) -> None:
     """Drop staged writes without applying them; exit 1 if the id is unknown."""
-    approvals = SkillApprovals(load_settings().home)
+    approvals = _approvals(load_settings())
     if which.lower() == "all":
         console.print(f"rejected {approvals.reject_all()} pending skill writes")
     elif approvals.reject(which):

@@ -21,6 +21,7 @@ from core.store.db import SessionDB
 from core.store.schema import reviews, sessions
 from gateway.config import Settings, load_settings
 from gateway.curator_cli import build_curator
+from gateway.skills_cli import skill_store
 
 console = Console(highlight=False)
 
@@ -47,7 +48,8 @@ async def _show(settings: Settings) -> None:
                     select(func.count()).select_from(reviews).where(reviews.c.status == "done")
                 )
             ).scalar_one()
-        gate = await build_curator(settings, db).gate() if settings.curator.enabled else None
+        curator = build_curator(settings, db, skill_store(settings))
+        gate = await curator.gate() if settings.curator.enabled else None
         jobs = await CronStore(db).next_runs(limit=50) if settings.cron.enabled else []
     model = settings.model_config_for_core()
     where = make_url(settings.database_url).render_as_string(hide_password=True)

@@ -6,7 +6,12 @@ import json
 from pathlib import Path
 
 from core.skills.approval import SkillApprovals
+from core.skills.store import SkillStore
 from tests.test_cli import chatgate
+
+
+def approvals(home: Path) -> SkillApprovals:
+    return SkillApprovals(home, SkillStore(home / "skills"))
 
 
 def write_skill(home: Path, folder: str, text: str) -> Path:
@@ -148,7 +153,7 @@ def test_doctor_honours_disabled_skills_and_platform(home: Path) -> None:
 
 def stage_create(home: Path, name: str) -> str:
     operation = {"action": "create", "name": name, "content": skill_text(name, "Staged")}
-    answer = SkillApprovals(home).stage({"operations": [operation]}, "foreground")
+    answer = approvals(home).stage({"operations": [operation]}, "foreground")
     assert answer["success"], answer
     return str(answer["pending_id"])
 
@@ -187,7 +192,7 @@ def test_reject_one_and_all(home: Path) -> None:
     everything = chatgate("skills", "reject", "all")
 
     assert "rejected 1 pending skill writes" in everything.stdout
-    assert SkillApprovals(home).list() == []
+    assert approvals(home).list() == []
 
 
 def test_unknown_pending_ids_exit_1(home: Path) -> None:

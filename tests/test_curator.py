@@ -13,8 +13,8 @@ from sqlalchemy import select
 from core.clock import ManualClock
 from core.curator import Curator, CuratorPolicy, SkillBackups
 from core.curator.transitions import TransitionError, archive_skill, restore_skill
-from core.skills import index
 from core.skills.manage import apply_operations
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.store.db import SessionDB
 from core.store.engine import create_engines
@@ -55,10 +55,17 @@ def clock() -> ManualClock:
     return ManualClock(T0)
 
 
-def make(db: SessionDB, skills: Path, clock: ManualClock, **policy: object) -> Curator:
+def make(
+    db: SessionDB,
+    skills: Path,
+    clock: ManualClock,
+    *,
+    store: SkillStore | None = None,
+    **policy: object,
+) -> Curator:
     return Curator(
         db,
-        skills_dir=skills,
+        skills=store or SkillStore(skills),
         reports_dir=skills.parent / "curator" / "reports",
         policy=replace(CuratorPolicy(), **policy),  # type: ignore[arg-type]
         clock=clock,
@@ -218,15 +225,16 @@ async def test_archiving_and_restoring_refresh_the_skills_index(
     db: SessionDB, skills: Path, clock: ManualClock
 ) -> None:
     add_skill(skills, "forgotten", idle_days=100, description="Old procedure")
+    store = SkillStore(skills)  # one store for the folder, as in one gateway process
     tools = ("skill_view",)
-    assert "- forgotten: Old procedure" in index.index_for(skills, "webhook", tools)
+    assert "- forgotten: Old procedure" in store.index("webhook", tools)
 
-    await make(db, skills, clock).run("manual")
-    assert "forgotten" not in index.index_for(skills, "webhook", tools)
+    await make(db, skills, clock, store=store).run("manual")
+    assert "forgotten" not in store.index("webhook", tools)
 
     clock.advance(DAY)
-    restore_skill(skills, "forgotten", when(clock.now()))
-    assert "- forgotten: Old procedure" in index.index_for(skills, "webhook", tools)
+    restore_skill(store, "forgotten", when(clock.now()))
+    assert "- forgotten: Old procedure" in store.index("webhook", tools)
     assert usage(skills)["forgotten"]["state"] == "active"
     clock.advance(DAY)
     report = await make(db, skills, clock).run("manual")
@@ -238,12 +246,13 @@ def test_manual_archive_refuses_pinned_and_restore_refuses_a_clash(skills: Path)
     SkillUsage(skills).set_pinned("keep", True)
     add_skill(skills, "drop")
 
+    store = SkillStore(skills)
     with pytest.raises(TransitionError, match="pinned"):
-        archive_skill(skills, "keep", when(T0))
-    archive_skill(skills, "drop", when(T0))
+        archive_skill(store, "keep", when(T0))
+    archive_skill(store, "drop", when(T0))
     add_skill(skills, "drop")  # a new skill took the name meanwhile
     with pytest.raises(TransitionError, match="already in the library"):
-        restore_skill(skills, "drop", when(T0))
+        restore_skill(store, "drop", when(T0))
     assert (skills / ".archive" / "drop" / "SKILL.md").is_file()
 
 
@@ -274,7 +283,7 @@ async def test_each_real_pass_snapshots_first_and_keeps_the_newest(
         clock.advance(HOUR)
         await curator.run("manual")
 
-    backups = SkillBackups(skills).all()
+    backups = SkillBackups(SkillStore(skills)).all()
     assert len(backups) == 2
     assert first.backup_id not in {b.id for b in backups}
     assert first.pruned_backups == ()
@@ -286,14 +295,29 @@ async def test_rollback_undoes_a_pass(db: SessionDB, skills: Path, clock: Manual
     report = await make(db, skills, clock).run("manual")
     assert report.backup_id is not None
     assert not (skills / "forgotten").exists()
-    snapshot = SkillBackups(skills).get(report.backup_id)
+    snapshot = SkillBackups(SkillStore(skills)).get(report.backup_id)
     assert "forgotten/SKILL.md" in {f.path for f in snapshot.files}  # taken before the pass
 
-    SkillBackups(skills).rollback(report.backup_id, clock.now() + 60)
+    SkillBackups(SkillStore(skills)).rollback(report.backup_id, clock.now() + 60)
 
     assert (skills / "forgotten" / "SKILL.md").is_file()
     assert usage(skills)["forgotten"]["state"] == "active"
     assert not (skills / ".archive" / "forgotten").exists()
+
+
+async def test_a_rollback_brings_back_the_skills_index_of_its_snapshot(
+    db: SessionDB, skills: Path, clock: ManualClock
+) -> None:
+    add_skill(skills, "forgotten", idle_days=100, description="Old procedure")
+    store = SkillStore(skills)  # one store for the folder, as in one gateway process
+    tools = ("skill_view",)
+    report = await make(db, skills, clock, store=store).run("manual")
+    assert report.backup_id is not None
+    assert "forgotten" not in store.index("webhook", tools)
+
+    SkillBackups(store).rollback(report.backup_id, clock.now() + 60)
+
+    assert "- forgotten: Old procedure" in store.index("webhook", tools)
 
 
 async def test_dry_run_changes_nothing_and_says_what_would_happen(
@@ -311,7 +335,7 @@ async def test_dry_run_changes_nothing_and_says_what_would_happen(
     }
     assert usage(skills) == before
     assert (skills / "forgotten" / "SKILL.md").is_file()
-    assert SkillBackups(skills).all() == []
+    assert SkillBackups(SkillStore(skills)).all() == []
     text = (skills.parent / "curator" / "reports" / f"{report.run_id}.md").read_text("utf-8")
     assert "(dry run)" in text
     assert "- forgotten: would move active → archived (100d since last activity)" in text

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.curator.backup import ARCHIVE_NAME, PRE_ROLLBACK, BackupError, SkillBackups
+from core.skills.store import SkillStore
 
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z
 
@@ -45,7 +46,7 @@ def skills(tmp_path: Path) -> Path:
 
 
 def test_snapshot_holds_the_tree_with_a_manifest_of_checksums(skills: Path) -> None:
-    backup = SkillBackups(skills).snapshot("curator run 1", T0)
+    backup = SkillBackups(SkillStore(skills)).snapshot("curator run 1", T0)
 
     assert backup.id == "2026-05-28T20-26-40Z"
     folder = skills / ".curator_backups" / backup.id
@@ -65,7 +66,7 @@ def test_snapshot_holds_the_tree_with_a_manifest_of_checksums(skills: Path) -> N
 
 
 def test_ids_are_unique_within_one_second_and_listed_oldest_first(skills: Path) -> None:
-    backups = SkillBackups(skills)
+    backups = SkillBackups(SkillStore(skills))
     ids = [backups.snapshot("x", T0).id for _ in range(3)]
 
     assert ids == ["2026-05-28T20-26-40Z", "2026-05-28T20-26-40Z-2", "2026-05-28T20-26-40Z-3"]
@@ -74,7 +75,7 @@ def test_ids_are_unique_within_one_second_and_listed_oldest_first(skills: Path) 
 
 
 def test_prune_keeps_the_newest(skills: Path) -> None:
-    backups = SkillBackups(skills)
+    backups = SkillBackups(SkillStore(skills))
     ids = [backups.snapshot("x", T0 + hour * 3600).id for hour in range(7)]
 
     dropped = backups.prune(5)
@@ -85,7 +86,7 @@ def test_prune_keeps_the_newest(skills: Path) -> None:
 
 
 def test_rollback_restores_the_tree_and_can_itself_be_undone(skills: Path) -> None:
-    backups = SkillBackups(skills)
+    backups = SkillBackups(SkillStore(skills))
     original = tree(skills)
     first = backups.snapshot("before the pass", T0)
     (skills / "deploy" / "SKILL.md").write_text("---\nname: deploy\n---\nbroken\n", "utf-8")
@@ -108,7 +109,7 @@ def test_rollback_restores_the_tree_and_can_itself_be_undone(skills: Path) -> No
 
 
 def test_rollback_of_an_unknown_id_changes_nothing(skills: Path) -> None:
-    backups = SkillBackups(skills)
+    backups = SkillBackups(SkillStore(skills))
     original = tree(skills)
 
     for bad in ("2020-01-01T00-00-00Z", "../skills", ".staging"):
@@ -121,7 +122,7 @@ def test_rollback_of_an_unknown_id_changes_nothing(skills: Path) -> None:
 
 def _forge(skills: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) -> str:
     """A snapshot whose archive holds ``members``, listed in a matching manifest."""
-    backup = SkillBackups(skills).snapshot("real", T0)
+    backup = SkillBackups(SkillStore(skills)).snapshot("real", T0)
     files = []
     with tarfile.open(backup.folder / ARCHIVE_NAME, "w:gz") as tar:
         for info, data in members:
@@ -162,15 +163,15 @@ def test_unsafe_archives_are_refused_before_anything_changes(
     original = tree(skills)
 
     with pytest.raises(BackupError, match=message):
-        SkillBackups(skills).rollback(backup_id, T0 + 60)
+        SkillBackups(SkillStore(skills)).rollback(backup_id, T0 + 60)
 
     assert tree(skills) == original
     assert not (skills.parent / "escape.txt").exists()
-    assert len(SkillBackups(skills).all()) == 1  # no pre-rollback snapshot was taken
+    assert len(SkillBackups(SkillStore(skills)).all()) == 1  # no pre-rollback snapshot was taken
 
 
 def test_a_damaged_snapshot_is_refused(skills: Path) -> None:
-    backups = SkillBackups(skills)
+    backups = SkillBackups(SkillStore(skills))
     backup = backups.snapshot("real", T0)
     manifest_path = backup.folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text("utf-8"))

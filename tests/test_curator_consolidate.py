@@ -12,6 +12,7 @@ from core.clock import ManualClock
 from core.curator import Curator, CuratorPolicy
 from core.models.base import ModelClient, ModelConfig
 from core.models.factory import build_model_client
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.store.db import SessionDB
 from tests.curator_helpers import T0, add_cron_job, add_skill, migrated_db, usage
@@ -37,7 +38,7 @@ async def model(fake_openai: FakeOpenAIServer) -> AsyncIterator[ModelClient]:
 def curator(db: SessionDB, skills: Path, model: ModelClient | None) -> Curator:
     return Curator(
         db,
-        skills_dir=skills,
+        skills=SkillStore(skills),
         reports_dir=skills.parent / "reports",
         policy=CuratorPolicy(consolidate=True),
         clock=ManualClock(T0),

@@ -256,6 +256,27 @@ async def test_a_review_interrupted_by_shutdown_runs_again_at_the_next_start(
     assert [r["status"] for r in review_rows(home)] == ["done"]
 
 
+async def test_a_skill_a_resumed_review_creates_is_still_the_agents(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    (home / "config.yaml").write_text("memory:\n  nudge_interval: 2\n")
+    fake_openai.block(asyncio.Event(), when=REVIEW)  # cut off by the shutdown
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await chat(gw, 2)
+        await asyncio.wait_for(fake_openai.arrival(REVIEW).wait(), 10)
+
+    fake_openai.reply_tool_call(
+        "skill_manage", {"action": "create", "name": "tidy-imports", "content": SKILL}, when=REVIEW
+    )
+    fake_openai.reply_text("Saved one skill.", when=REVIEW)
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await reviews_of(gw).wait()
+
+    usage = json.loads((home / "skills" / ".usage.json").read_text())
+    assert usage["tidy-imports"]["created_by"] == "agent"
+    assert [r["status"] for r in review_rows(home)] == ["done"]
+
+
 async def test_reviews_can_be_switched_off(home: Path, fake_openai: FakeOpenAIServer) -> None:
     (home / "config.yaml").write_text("memory:\n  nudge_interval: 1\nreview:\n  enabled: false\n")
     async with running_gateway(home, fake_openai.gateway_env()) as gw:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from core.skills.approval import SkillApprovals
-from core.skills.provenance import write_origin
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
@@ -20,7 +20,7 @@ SKILL = "---\nname: {name}\ndescription: Do {name} the careful way\n---\n1. Chec
 
 @pytest.fixture
 def approvals(tmp_path: Path) -> SkillApprovals:
-    return SkillApprovals(tmp_path)
+    return SkillApprovals(tmp_path, SkillStore(tmp_path / "skills"))
 
 
 def create_op(name: str) -> dict[str, Any]:
@@ -86,8 +86,7 @@ def test_an_invalid_batch_is_answered_like_a_real_run_and_not_staged(
 
 
 def test_approve_writes_it_records_provenance_and_clears_it(approvals: SkillApprovals) -> None:
-    with write_origin("background_review"):
-        payload = approvals.stage({"operations": [create_op("triage")]}, "background_review")
+    payload = approvals.stage({"operations": [create_op("triage")]}, "background_review")
     outcome = approvals.approve(payload["pending_id"])
     assert outcome.ok, outcome.message
     assert (approvals.skills_dir / "triage" / "SKILL.md").read_text() == SKILL.format(name="triage")
@@ -155,7 +154,7 @@ async def test_with_write_approval_a_skill_waits_for_skills_approve(
         await gw.say("save how we write release notes as a skill")
         on_disk_before = skill_md.exists()
         listed = reply_text(await gw.say("/skills pending"))
-        (write,) = SkillApprovals(home).list()
+        (write,) = SkillApprovals(home, SkillStore(home / "skills")).list()
         diff = reply_text(await gw.say(f"/skills diff {write.id}"))
         help_text = reply_text(await gw.say("/help"))
         approved = reply_text(await gw.say(f"/skills approve {write.id}"))

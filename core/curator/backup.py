@@ -5,7 +5,8 @@ time, reason, and the size and sha256 of every file). Ids are UTC times such as
 ``2026-11-30T07-05-00Z`` (``-2``, ``-3`` … when one second holds several). A rollback first
 snapshots the current tree (reason ``pre-rollback``), so a mistaken rollback is itself
 reversible. Extraction trusts nothing in the archive: absolute paths, ``..``, links and
-special files are refused, and every file must match the manifest's checksum.
+special files are refused, and every file must match the manifest's checksum. The swap
+itself is the ``SkillStore``'s, which keeps the skills index current.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from core.skills import index
+from core.skills.store import SkillStore
 from core.skills.usage import USAGE_FILE
 
 BACKUPS = ".curator_backups"
@@ -64,11 +65,12 @@ class Backup:
 
 
 class SkillBackups:
-    """Snapshots of one skills folder."""
+    """Snapshots of one store's skills folder; a rollback writes through the store."""
 
-    def __init__(self, skills_dir: Path) -> None:
-        self.skills_dir = skills_dir
-        self.root = skills_dir / BACKUPS
+    def __init__(self, skills: SkillStore) -> None:
+        self.skills_dir = skills.skills_dir
+        self.root = self.skills_dir / BACKUPS
+        self._skills = skills
 
     def snapshot(self, reason: str, at: float) -> Backup:
         """Archive the current tree (every file except the skipped ones) under a new id."""
@@ -133,8 +135,7 @@ class SkillBackups:
             # Telemetry writers wait while .usage.json is swapped, so no bump is lost midway.
             with FileLock(self.skills_dir / f"{USAGE_FILE}.lock"):
                 before = self.snapshot(PRE_ROLLBACK, at)
-                self._swap_in(extracted, Path(temp) / "old")
-        index.invalidate(self.skills_dir)
+                self._skills.replace_entries(self._kept_entries(), extracted, Path(temp) / "old")
         return before
 
     def _new_id(self, at: float) -> str:
@@ -185,15 +186,6 @@ class SkillBackups:
             for entry in self.skills_dir.iterdir()
             if entry.name not in _SKIP_TOP and not entry.name.endswith(_SKIP_SUFFIX)
         ]
-
-    def _swap_in(self, extracted: Path, old: Path) -> None:
-        """Move the current entries aside, then the extracted ones into place."""
-        old.mkdir()
-        for entry in self._kept_entries():
-            if entry.is_symlink() or entry.is_file() or entry.is_dir():
-                os.replace(entry, old / entry.name)
-        for entry in extracted.iterdir():
-            os.replace(entry, self.skills_dir / entry.name)
 
 
 def _dir_info(relative: str) -> tarfile.TarInfo:

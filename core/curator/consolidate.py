@@ -24,7 +24,7 @@ from core.errors import ModelError
 from core.models.base import ModelClient, ToolSpec
 from core.skills.library import SKILL_FILE, split_frontmatter
 from core.skills.manage import find_skill
-from core.skills.provenance import write_origin
+from core.skills.store import SkillStore
 from core.skills.tools import MANAGE_SPEC, SKILL_TOOL_NAMES, SkillTools
 from core.skills.usage import SkillUsage
 from core.store.records import NewMessage
@@ -52,7 +52,12 @@ create. Never try to delete. If a skill outside the list should be merged, say s
 recommend `chatgate curator adopt <name>` instead of touching it. When done, answer with \
 a short summary of what you changed and why."""
 CONTEXT = ToolContext(
-    session_id="curator", session_key="curator", platform="curator", chat_id="", user_id=""
+    session_id="curator",
+    session_key="curator",
+    platform="curator",
+    chat_id="",
+    user_id="",
+    origin="background_review",
 )
 
 
@@ -70,13 +75,14 @@ class ConsolidationResult:
 
 
 class Consolidator:
-    """Runs one consolidation over a skills folder with one model."""
+    """Runs one consolidation over a skills store with one model."""
 
     def __init__(
-        self, model: ModelClient, skills_dir: Path, clock: Clock, *, max_iterations: int = 60
+        self, model: ModelClient, skills: SkillStore, clock: Clock, *, max_iterations: int = 60
     ) -> None:
         self.model = model
-        self.skills_dir = skills_dir
+        self.skills_dir = skills.skills_dir
+        self._skills = skills
         self._clock = clock
         self._max_iterations = max_iterations
 
@@ -92,25 +98,24 @@ class Consolidator:
         registry = self._registry(result, frozenset(protected))
         runner = TurnRunner(self.model, registry, self._clock, max_iterations=self._max_iterations)
         user = NewMessage(role="user", content=_survey(candidates), created_at=self._clock.now())
-        with write_origin("background_review"):
-            try:
-                turn = await runner.run(system=SYSTEM, history=(), user=user, ctx=CONTEXT)
-            except ModelError as exc:
-                result.summary = f"The model could not be reached: {exc}"
-                return result
+        try:
+            turn = await runner.run(system=SYSTEM, history=(), user=user, ctx=CONTEXT)
+        except ModelError as exc:
+            result.summary = f"The model could not be reached: {exc}"
+            return result
         result.summary = turn.reply
         result.tool_calls = turn.tool_calls
         return result
 
     def _registry(self, result: ConsolidationResult, protected: frozenset[str]) -> ToolRegistry:
-        tools = SkillTools(self.skills_dir, clock=self._clock, record_views=False)
+        tools = SkillTools(self._skills, clock=self._clock, record_views=False)
         registry = ToolRegistry()
         for tool in tools.tools(SKILL_TOOL_NAMES):
             if tool.spec.name == MANAGE_SPEC.name:
                 registry.register(_GuardedManage(tool, self.skills_dir, result, protected))
             else:
                 registry.register(tool)
-        registry.register(_Absorb(self.skills_dir, self._clock, result, protected))
+        registry.register(_Absorb(self._skills, self._clock, result, protected))
         return registry
 
 
@@ -196,9 +201,14 @@ class _Absorb:
     spec = ABSORB_SPEC
 
     def __init__(
-        self, skills_dir: Path, clock: Clock, result: ConsolidationResult, protected: frozenset[str]
+        self,
+        skills: SkillStore,
+        clock: Clock,
+        result: ConsolidationResult,
+        protected: frozenset[str],
     ) -> None:
-        self._skills_dir = skills_dir
+        self._skills = skills
+        self._skills_dir = skills.skills_dir
         self._clock = clock
         self._result = result
         self._protected = protected
@@ -212,7 +222,7 @@ class _Absorb:
             return _refuse(self._result, refusal)
         at = datetime.fromtimestamp(self._clock.now(), tz=UTC)
         try:
-            await asyncio.to_thread(archive_skill, self._skills_dir, name, at)
+            await asyncio.to_thread(archive_skill, self._skills, name, at)
         except TransitionError as exc:
             return _refuse(self._result, str(exc))
         SkillUsage(self._skills_dir).set_absorbed_into(name, into, at)

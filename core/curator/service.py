@@ -25,6 +25,7 @@ from core.curator.policy import CuratorPolicy
 from core.curator.report import RunReport
 from core.curator.status import LibraryCounts, library_counts
 from core.models.base import ModelClient
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.store import curator as store
 from core.store.db import SessionDB
@@ -61,26 +62,31 @@ class CuratorStatus:
 
 
 class Curator:
-    """The curator of one skills folder, recording into one SessionDB."""
+    """The curator of one skills store, recording into one SessionDB."""
 
     def __init__(
         self,
         db: SessionDB,
         *,
-        skills_dir: Path,
+        skills: SkillStore,
         reports_dir: Path,
         policy: CuratorPolicy,
         clock: Clock,
         model: ModelClient | None = None,
     ) -> None:
-        """``model`` is only needed for consolidation; without it that phase is skipped."""
+        """``model`` is only needed for consolidation; without it that phase is skipped.
+
+        ``skills`` must be the store the gateway's skill tools use, so the moves a pass
+        makes show in the next session's index.
+        """
         self.db = db
-        self.skills_dir = skills_dir
+        self.skills_dir = skills.skills_dir
+        self._skills = skills
         self.reports_dir = reports_dir
         self.policy = policy
         self.clock = clock
         self.model = model
-        self.backups = SkillBackups(skills_dir)
+        self.backups = SkillBackups(skills)
 
     async def check(self) -> RunReport | None:
         """Run a scheduled pass if every gate is open; None when the gates kept it shut."""
@@ -227,7 +233,7 @@ class Curator:
             )
             backup_id = backup.id
             pruned = await asyncio.to_thread(self.backups.prune, self.policy.keep_backups)
-            moved = await asyncio.to_thread(transitions.apply, self.skills_dir, moved, now)
+            moved = await asyncio.to_thread(transitions.apply, self._skills, moved, now)
         consolidation, note = await self._consolidate(merge, dry_run, skills, moved, cron_skills)
         report = RunReport(
             run_id=run_id,
@@ -266,7 +272,7 @@ class Curator:
         protected = cron_skills | {s.name for s in remaining if s.record.pinned}
         consolidator = Consolidator(
             self.model,
-            self.skills_dir,
+            self._skills,
             self.clock,
             max_iterations=self.policy.consolidate_max_iterations,
         )

@@ -4,23 +4,22 @@ Planning is pure (records, times and thresholds in, transitions out), so a dry r
 exactly what a real pass would do. Only managed skills (``created_by: agent``, including
 adopted ones) move; pinned skills and skills named by any cron job, paused or not, are
 never touched. Archiving moves the folder to ``skills/.archive/[<category>/]<name>``;
-nothing is ever deleted.
+nothing is ever deleted. The moves themselves are the ``SkillStore``'s, which keeps the
+skills index current.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.skills import index
 from core.skills.library import SKILL_FILE, skill_folders
-from core.skills.manage import find_skill, locked_skills
+from core.skills.manage import find_skill
+from core.skills.store import ARCHIVE, SkillStore
 from core.skills.usage import SkillRecord, SkillUsage, State
 
-ARCHIVE = ".archive"
 DAY = 86_400.0
 
 
@@ -106,48 +105,41 @@ def _next_state(state: State, idle_days: float, thresholds: Thresholds) -> State
     return "active" if state != "active" else None
 
 
-def apply(skills_dir: Path, transitions: Sequence[Transition], at: datetime) -> list[Transition]:
+def apply(skills: SkillStore, transitions: Sequence[Transition], at: datetime) -> list[Transition]:
     """Carry out ``transitions``; a skill that vanished meanwhile is skipped."""
-    usage = SkillUsage(skills_dir)
+    usage = SkillUsage(skills.skills_dir)
     done = []
     for transition in transitions:
         archiving = transition.after == "archived"
-        if archiving and _move_to_archive(skills_dir, transition.name, at) is None:
+        if archiving and skills.archive(transition.name, at) is None:
             continue
         usage.set_state(transition.name, transition.after, at)
         done.append(transition)
-    if any(t.after == "archived" for t in done):
-        index.invalidate(skills_dir)
     return done
 
 
-def archive_skill(skills_dir: Path, name: str, at: datetime) -> Path:
+def archive_skill(skills: SkillStore, name: str, at: datetime) -> Path:
     """Archive one live skill by hand (pinned skills are refused); return its new folder."""
-    record = SkillUsage(skills_dir).get(name)
+    usage = SkillUsage(skills.skills_dir)
+    record = usage.get(name)
     if record is not None and record.pinned:
         raise TransitionError(f"{name!r} is pinned; unpin it before archiving")
-    moved = _move_to_archive(skills_dir, name, at)
+    moved = skills.archive(name, at)
     if moved is None:
         raise TransitionError(f"no skill named {name!r} in the library")
-    SkillUsage(skills_dir).set_state(name, "archived", at)
-    index.invalidate(skills_dir)
+    usage.set_state(name, "archived", at)
     return moved
 
 
-def restore_skill(skills_dir: Path, name: str, at: datetime) -> Path:
+def restore_skill(skills: SkillStore, name: str, at: datetime) -> Path:
     """Move an archived skill back into the library, active and with a fresh clock."""
-    source = find_archived(skills_dir, name)
+    source = find_archived(skills.skills_dir, name)
     if source is None:
         raise TransitionError(f"no archived skill named {name!r}")
-    if find_skill(skills_dir, name) is not None:
+    if find_skill(skills.skills_dir, name) is not None:
         raise TransitionError(f"a skill named {name!r} is already in the library")
-    category = source.parent.name if source.parent.name != ARCHIVE else None
-    target = skills_dir / category / name if category else skills_dir / name
-    with locked_skills(skills_dir, [name]):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
-    SkillUsage(skills_dir).record_restored(name, at)
-    index.invalidate(skills_dir)
+    target = skills.restore(source)
+    SkillUsage(skills.skills_dir).record_restored(name, at)
     return target
 
 
@@ -164,17 +156,3 @@ def find_archived(skills_dir: Path, name: str) -> Path | None:
 
 def _root(skills_dir: Path) -> Path:
     return skills_dir / ARCHIVE
-
-
-def _move_to_archive(skills_dir: Path, name: str, at: datetime) -> Path | None:
-    with locked_skills(skills_dir, [name]):
-        folder = find_skill(skills_dir, name)
-        if folder is None:
-            return None
-        category = folder.parent.name if folder.parent != skills_dir else None
-        target = _root(skills_dir) / category / name if category else _root(skills_dir) / name
-        if target.exists():  # an older archived copy keeps its contents under a dated name
-            os.replace(target, target.with_name(f"{name}.{at.strftime('%Y%m%dT%H%M%SZ')}"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(folder, target)
-        return target

@@ -9,7 +9,8 @@ review is recorded (``scheduled``) and started as a tracked task. The review:
 - forks the session: the parent's stored system prompt, byte for byte, the conversation
   so far and a review instruction, with only the memory and skill tools (anything else
   is refused), at most ``max_iterations`` model calls and no compaction;
-- writes under the ``background_review`` origin, so skills it creates are the agent's;
+- calls its tools with ``origin="background_review"`` on the tool context, so skills it
+  creates are the agent's;
 - is recorded in ``reviews``, never in the chat's transcript, and may tell the chat
   what changed.
 
@@ -33,7 +34,6 @@ from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
 from core.session_state import SessionState
-from core.skills.provenance import write_origin
 from core.store import reviews as review_ops
 from core.store.db import SessionDB
 from core.store.records import InboxItem, NewMessage, SessionRow
@@ -130,6 +130,7 @@ class ReviewService:
             msg.user_id,
             thread_id=msg.thread_id,
             route=msg.route,
+            origin="background_review",
         )
         await self._schedule(row, list(history), kinds, ctx)
 
@@ -183,6 +184,7 @@ class ReviewService:
                 row.user_id or "",
                 thread_id=row.thread_id,
                 route=row.route,
+                origin="background_review",
             )
             job = ReviewJob(review.id, parse_kinds(review.kinds), row, history, ctx, resumed=True)
             self._tasks.spawn(self._run(job), name=f"{review.session_key}#{review.id}")
@@ -218,13 +220,9 @@ class ReviewService:
             role="user", content=prompts.instruction(job.kinds), created_at=self._clock.now()
         )
         try:
-            with write_origin("background_review"):
-                result = await runner.run(
-                    system=job.session.system_prompt,
-                    history=job.history,
-                    user=user,
-                    ctx=job.ctx,
-                )
+            result = await runner.run(
+                system=job.session.system_prompt, history=job.history, user=user, ctx=job.ctx
+            )
         except ModelError as exc:
             log.warning("review %s failed: %s", job.review_id, exc.__class__.__name__)
             await self._finish(job, _failed(self._clock.now(), repr(exc)))

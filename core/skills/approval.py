@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from core.pending import PendingFolder
-from core.skills import index
 from core.skills.manage import find_skill, manage_skills
-from core.skills.provenance import ORIGINS, WriteOrigin, record_results
+from core.skills.provenance import record_results
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.skills.validate import SkillRefused, check_name
+from core.tools import WRITE_ORIGINS, WriteOrigin
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class PendingSkillWrite:
         """Raises ``ValueError``, ``KeyError`` or ``TypeError`` for a malformed record."""
         operations = tuple(dict(op) for op in data["operations"])
         origin = data.get("origin", "foreground")
-        if not operations or origin not in ORIGINS:
+        if not operations or origin not in WRITE_ORIGINS:
             raise ValueError("no operations or an unknown origin")
         refusal = data.get("last_refusal")
         return cls(
@@ -97,8 +98,10 @@ class SkillApprovals:
     is never applied twice by two reviewers at once.
     """
 
-    def __init__(self, home: Path) -> None:
-        self.skills_dir = home / "skills"
+    def __init__(self, home: Path, skills: SkillStore) -> None:
+        """Batches wait in ``home/pending/skills``; approved ones are written to ``skills``."""
+        self.skills_dir = skills.skills_dir
+        self._skills = skills
         self.pending = PendingFolder(home / "pending" / "skills", "skill")
         self.folder = self.pending.folder
 
@@ -158,11 +161,7 @@ class SkillApprovals:
             write = self.get(pending_id)
             if write is None:
                 return ApprovalOutcome(pending_id, ok=False, message=_missing(pending_id))
-            result = manage_skills(
-                self.skills_dir,
-                {"operations": list(write.operations)},
-                on_written=lambda: index.invalidate(self.skills_dir),
-            )
+            result = self._skills.manage({"operations": list(write.operations)})
             if not result.get("success"):
                 reason = str(result.get("error"))
                 self._save(replace(write, last_refusal=reason))
@@ -221,6 +220,7 @@ def _dry_run(skills_dir: Path, scratch: Path, operations: object) -> tuple[dict[
             relative = original.relative_to(skills_dir)
             shutil.copytree(original, scratch / relative, symlinks=True)
             before[name] = original
+    # The scratch copy is not the skills folder: no store, and no index to clear.
     result = manage_skills(scratch, {"operations": operations})
     if not result.get("success"):
         return result, ""

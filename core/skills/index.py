@@ -1,9 +1,10 @@
 """The ``## Skills (mandatory)`` prompt index and its two caches.
 
-The in-process LRU trusts its entries until ``invalidate()``; the skill writer calls it after
-every successful write. The disk snapshot survives restarts and is reused only while the
-manifest (relative path, ``mtime_ns`` and size of every SKILL.md) still matches the tree, so
-edits made by hand outside the writer are picked up on the next start.
+The in-process LRU trusts its entries until ``invalidate()``; the one skill writer,
+``core/skills/store.py``'s ``SkillStore``, owns a cache and calls it after every write.
+The disk snapshot survives restarts and is reused only while the manifest (relative path,
+``mtime_ns`` and size of every SKILL.md) still matches the tree, so edits made by hand
+outside the writer are picked up on the next start.
 """
 
 from __future__ import annotations
@@ -149,21 +150,3 @@ def _write_snapshot(folder: Path, snapshot: dict[str, Any]) -> None:
     except OSError as error:
         # The index is still correct without the snapshot; only the next start is slower.
         logger.warning("cannot write skills snapshot in %s: %s", folder, error)
-
-
-_default_cache = SkillsIndexCache()
-
-
-def index_for(
-    skills_dir: Path,
-    platform: str,
-    enabled_tools: Collection[str],
-    disabled: Collection[str] = (),
-) -> str:
-    """The rendered index from the process-wide cache."""
-    return _default_cache.index_for(skills_dir, platform, enabled_tools, disabled)
-
-
-def invalidate(skills_dir: Path | None = None) -> None:
-    """Clear the process-wide cache and its snapshots; call after any successful skill write."""
-    _default_cache.invalidate(skills_dir)

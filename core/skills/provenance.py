@@ -1,38 +1,18 @@
-"""Who a skill write is for: the write origin that travels with each ``skill_manage`` call.
+"""Who a skill write is for: provenance from the write origin of each ``skill_manage`` call.
 
 A foreground turn writes on a person's behalf, so its skills belong to that person and
 are never curated automatically. Only the background review (issue 7) writes as the
-agent; it runs its tool calls inside ``write_origin("background_review")``.
+agent; its tool calls carry ``ToolContext.origin == "background_review"``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from core.skills.usage import CreatedBy, SkillUsage
-
-WriteOrigin = Literal["foreground", "background_review"]
-ORIGINS: tuple[WriteOrigin, ...] = ("foreground", "background_review")
-
-_origin: ContextVar[WriteOrigin] = ContextVar("skill_write_origin", default="foreground")
-
-
-def current_origin() -> WriteOrigin:
-    return _origin.get()
-
-
-@contextmanager
-def write_origin(origin: WriteOrigin) -> Iterator[None]:
-    """Run the enclosed skill writes (and tasks started within) under ``origin``."""
-    token = _origin.set(origin)
-    try:
-        yield
-    finally:
-        _origin.reset(token)
+from core.tools import WriteOrigin
 
 
 def created_by(origin: WriteOrigin) -> CreatedBy:

@@ -1,8 +1,8 @@
 """The three skill tools the model sees: ``skills_list``, ``skill_view``, ``skill_manage``.
 
 Discovery goes through the same library the index is built from, so a skill the
-model cannot see is never offered, and every write clears the index caches so the
-next session's index shows it.
+model cannot see is never offered, and every write goes through the ``SkillStore``,
+which clears its index cache so the next session's index shows it.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from typing import Any
 
 from core.clock import Clock
 from core.models.base import ToolSpec
-from core.skills import index
 from core.skills.approval import SkillApprovals
-from core.skills.library import Library, load_library
-from core.skills.manage import manage_skills
-from core.skills.provenance import current_origin, record_results
+from core.skills.library import Library
+from core.skills.provenance import record_results
+from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.skills.validate import SKILL_FILE, SkillRefused, supporting_path
 from core.tools import ToolContext
@@ -69,11 +68,11 @@ MANAGE_SPEC = ToolSpec(
 
 
 class SkillTools:
-    """The library of one chatgate home, and the context each tool call brings."""
+    """The skills of one store as tools, and the context each tool call brings."""
 
     def __init__(
         self,
-        skills_dir: Path,
+        skills: SkillStore,
         *,
         disabled: Collection[str] = (),
         approvals: SkillApprovals | None = None,
@@ -85,28 +84,26 @@ class SkillTools:
         ``record_views=False`` is for the curator: its own reading must not count as use,
         or every skill it surveys would look active again.
         """
-        self.skills_dir = skills_dir
-        self.usage = SkillUsage(skills_dir)
+        self._skills = skills
+        self.usage = SkillUsage(skills.skills_dir)
         self.approvals = approvals
         self._disabled = frozenset(disabled)
         self._clock = clock
         self._record_views = record_views
 
     def library(self, platform: str, enabled_tools: Collection[str]) -> Library:
-        return load_library(
-            self.skills_dir, platform=platform, enabled_tools=enabled_tools, disabled=self._disabled
-        )
+        return self._skills.library(platform, enabled_tools, self._disabled)
 
     def index(self, platform: str, enabled_tools: Collection[str]) -> str:
         """The ``## Skills (mandatory)`` block for a new session's volatile tier."""
-        return index.index_for(self.skills_dir, platform, enabled_tools, self._disabled)
+        return self._skills.index(platform, enabled_tools, self._disabled)
 
     def tools(self, enabled_tools: Collection[str]) -> list[_SkillTool]:
         names = frozenset(enabled_tools)
         return [
             _SkillTool(LIST_SPEC, lambda a, c: self._list(a, c, names)),
             _SkillTool(VIEW_SPEC, lambda a, c: self._view(a, c, names)),
-            _SkillTool(MANAGE_SPEC, lambda a, c: self._manage(a)),
+            _SkillTool(MANAGE_SPEC, self._manage),
         ]
 
     def _list(self, args: dict[str, Any], ctx: ToolContext, tools: frozenset[str]) -> Any:
@@ -142,15 +139,12 @@ class SkillTools:
             "files": _supporting_files(skill.path),
         }
 
-    def _manage(self, args: dict[str, Any]) -> Any:
-        origin = current_origin()
+    def _manage(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         if self.approvals is not None:
-            return self.approvals.stage(args, origin)
-        result = manage_skills(
-            self.skills_dir, args, on_written=lambda: index.invalidate(self.skills_dir)
-        )
+            return self.approvals.stage(args, ctx.origin)
+        result = self._skills.manage(args)
         if result.get("success"):
-            record_results(self.usage, result.get("results", []), origin, self._now())
+            record_results(self.usage, result.get("results", []), ctx.origin, self._now())
         return result
 
     def _now(self) -> datetime:
