@@ -7,9 +7,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
-
 from adapters.base import Adapter
 from core.clock import Clock, SystemClock
 from core.commands import builtin_commands
@@ -17,7 +14,6 @@ from core.compaction import CompactionSettings
 from core.conversations import Conversations, ConversationSettings
 from core.cron.service import CronService
 from core.curator.service import Curator
-from core.errors import StoreError
 from core.memory.status import memory_status
 from core.messages import ChatTarget, InboundMessage
 from core.models.base import ModelClient
@@ -33,14 +29,13 @@ from core.skills.commands import skill_commands
 from core.skills.slash import slash_loader
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
-from core.store.engine import create_engines
+from core.store.schema_version import upgrade_schema
 from core.tools import Tool, ToolRegistry
 from core.turn import TurnRunner
 from gateway.config import Settings
 from gateway.delivery import PushDelivery
 from gateway.memory_setup import MemorySetup, memory_setup
 from gateway.scheduling import CronWiring, schedule_curator
-from migrations.runner import upgrade
 
 log = logging.getLogger(__name__)
 
@@ -62,21 +57,8 @@ class Gateway:
 
 
 async def migrate(settings: Settings) -> None:
-    """Bring the SessionDB schema up to date."""
-    url = settings.database_url
-    engines = create_engines(url, busy_timeout_ms=settings.database.busy_timeout_ms)
-    try:
-        await upgrade(engines.write)
-    except (SQLAlchemyError, OSError) as exc:
-        where = make_url(url).render_as_string(hide_password=True)
-        raise StoreError(f"cannot open the SessionDB at {where}: {_reason(exc)}") from exc
-    finally:
-        await engines.dispose()
-
-
-def _reason(exc: BaseException) -> str:
-    root = exc.__cause__ or exc.__context__ or exc
-    return f"{root.__class__.__name__}: {root}".splitlines()[0]
+    """Bring the SessionDB schema up to date (``StoreError`` when it cannot be opened)."""
+    await upgrade_schema(settings.database_url, busy_timeout_ms=settings.database.busy_timeout_ms)
 
 
 @asynccontextmanager
