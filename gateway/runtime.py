@@ -183,7 +183,7 @@ def _conversations(
     if settings.search.enabled:
         registry.register(
             SessionSearchTool(
-                db.engines.read,
+                db.search,
                 allow_global=settings.search.allow_global,
                 owners=settings.search.owners,
             )

@@ -21,11 +21,11 @@ from rich.text import Text
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.search.engine import Match, SearchScope, find_messages
 from core.search.sanitize import parse_query
 from core.store.db import SessionDB
 from core.store.records import SessionRow
 from core.store.schema import messages, sessions
+from core.store.search.matches import Match, SearchScope
 from gateway.config import load_settings
 
 T = TypeVar("T")
@@ -156,14 +156,11 @@ def _scope(chat: str, user: str) -> SearchScope:
 
 
 async def _search(db: SessionDB, query: str, scope: SearchScope, limit: int) -> list[Hit]:
-    async with db.engines.read.connect() as conn:
-        found = await find_messages(conn, query, scope, limit=limit)
+    async with db.search.reading() as reader:
+        found = await reader.find_messages(query, scope, limit=limit)
         if not found:
             return []
-        stmt = select(messages.c.id, messages.c.content).where(
-            messages.c.id.in_([m.message_id for m in found])
-        )
-        contents = {r.id: r.content or "" for r in await conn.execute(stmt)}
+        contents = await reader.message_contents([m.message_id for m in found])
     return [Hit(m, contents.get(m.message_id, "")) for m in found]
 
 

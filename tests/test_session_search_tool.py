@@ -99,7 +99,7 @@ class World:
     def tool(
         self, *, allow_global: bool = False, owners: tuple[str, ...] = ()
     ) -> SessionSearchTool:
-        return SessionSearchTool(self.db.engines.read, allow_global=allow_global, owners=owners)
+        return SessionSearchTool(self.db.search, allow_global=allow_global, owners=owners)
 
 
 @pytest.fixture
@@ -362,7 +362,7 @@ async def test_unknown_current_session_is_refused(world: World) -> None:
     assert payload["success"] is False
 
 
-# -- discovery (uses core.search.engine) ----------------------------------------------------
+# -- discovery (uses core.store.search.matches) ---------------------------------------------
 
 
 async def test_discovery_one_hit_per_lineage_and_current_session_skipped(world: World) -> None:

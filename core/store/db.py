@@ -25,6 +25,7 @@ from core.store.records import (
     StoredMessage,
     TurnOutcome,
 )
+from core.store.search.reader import SearchStore
 from core.store.turns import write_turn
 from core.store.writer import (
     BatchRunner,
@@ -39,7 +40,9 @@ from core.store.writer import (
 class SessionDB:
     """Sessions, transcripts, inbox and outbox of one chatgate profile.
 
-    Use as an async context manager; the schema must already be migrated.
+    Use as an async context manager; the schema must already be migrated. The
+    repositories of the features that keep state here are attributes, built once:
+    ``search`` (``session_search`` and ``chatgate sessions search``).
     """
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
@@ -52,6 +55,7 @@ class SessionDB:
         )
         self._writer = GroupWriter(runner, max_batch=max_batch)
         self._stack = AsyncExitStack()
+        self.search = SearchStore(self.engines.read)
 
     async def __aenter__(self) -> SessionDB:
         try:
