@@ -25,6 +25,7 @@ from core.store.records import (
     StoredMessage,
     TurnOutcome,
 )
+from core.store.reviews import ReviewStore
 from core.store.search.reader import SearchStore
 from core.store.turns import write_turn
 from core.store.writer import (
@@ -42,7 +43,8 @@ class SessionDB:
 
     Use as an async context manager; the schema must already be migrated. The
     repositories of the features that keep state here are attributes, built once:
-    ``search`` (``session_search`` and ``chatgate sessions search``).
+    ``search`` (``session_search`` and ``chatgate sessions search``) and ``reviews``
+    (background reviews).
     """
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
@@ -56,6 +58,7 @@ class SessionDB:
         self._writer = GroupWriter(runner, max_batch=max_batch)
         self._stack = AsyncExitStack()
         self.search = SearchStore(self.engines.read)
+        self.reviews = ReviewStore(self.engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:
@@ -127,6 +130,11 @@ class SessionDB:
     async def recent_sessions(self, limit: int = 20) -> list[SessionRow]:
         async with self.engines.read.connect() as conn:
             return await session_ops.recent(conn, limit)
+
+    async def active_session_count(self) -> int:
+        """How many sessions are open right now, in every chat (for ``chatgate status``)."""
+        async with self.engines.read.connect() as conn:
+            return await session_ops.count_active(conn)
 
     async def open_session(self, new: SessionRow) -> SessionRow:
         return await self.write(lambda c: session_ops.open_session(c, new))
