@@ -15,6 +15,7 @@ from core.store import inbox as inbox_ops
 from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
+from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
 from core.store.records import (
     Accepted,
@@ -43,8 +44,8 @@ class SessionDB:
 
     Use as an async context manager; the schema must already be migrated. The
     repositories of the features that keep state here are attributes, built once:
-    ``search`` (``session_search`` and ``chatgate sessions search``) and ``reviews``
-    (background reviews).
+    ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
+    (background reviews) and ``curator`` (the skills curator's run log and flags).
     """
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
@@ -59,6 +60,7 @@ class SessionDB:
         self._stack = AsyncExitStack()
         self.search = SearchStore(self.engines.read)
         self.reviews = ReviewStore(self.engines.read, self._writer)
+        self.curator = CuratorStore(self.engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:
