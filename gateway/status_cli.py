@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from core.store.cron import CronJob, CronStore
+from core.store.cron import CronJob
 from core.store.db import SessionDB
 from core.store.location import redacted_url
 from gateway.config import Settings, load_settings
@@ -37,7 +37,7 @@ async def _show(settings: Settings) -> None:
         active = await db.active_session_count()
         done = await db.reviews.count_done()
         gate = await build_curator(settings, db).gate() if settings.curator.enabled else None
-        jobs = await CronStore(db).next_runs(limit=50) if settings.cron.enabled else []
+        jobs = await db.cron.next_runs(limit=50) if settings.cron.enabled else []
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
     console.print(f"home:      {settings.home}", markup=False)

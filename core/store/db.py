@@ -15,6 +15,7 @@ from core.store import inbox as inbox_ops
 from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
+from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
 from core.store.records import (
@@ -45,7 +46,8 @@ class SessionDB:
     Use as an async context manager; the schema must already be migrated. The
     repositories of the features that keep state here are attributes, built once:
     ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
-    (background reviews) and ``curator`` (the skills curator's run log and flags).
+    (background reviews), ``curator`` (the skills curator's run log and flags) and
+    ``cron`` (scheduled prompts and their runs).
     """
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
@@ -61,6 +63,7 @@ class SessionDB:
         self.search = SearchStore(self.engines.read)
         self.reviews = ReviewStore(self.engines.read, self._writer)
         self.curator = CuratorStore(self.engines.read, self._writer)
+        self.cron = CronStore(self.engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:
