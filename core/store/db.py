@@ -18,6 +18,7 @@ from core.store import sessions as session_ops
 from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
+from core.store.lineage_tree import LineageEntry, lineage_of
 from core.store.records import (
     Accepted,
     InboxItem,
@@ -140,6 +141,12 @@ class SessionDB:
         """How many sessions are open right now, in every chat (for ``chatgate status``)."""
         async with self.engines.read.connect() as conn:
             return await session_ops.count_active(conn)
+
+    async def lineage(self, session_id: str) -> list[LineageEntry]:
+        """The session's compaction family: its ancestors from the root down, then its
+        descendants depth-first, each with its depth and stored message count."""
+        async with self.engines.read.connect() as conn:
+            return await lineage_of(conn, session_id)
 
     async def open_session(self, new: SessionRow) -> SessionRow:
         return await self.write(lambda c: session_ops.open_session(c, new))
