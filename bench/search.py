@@ -4,7 +4,8 @@
 
 Builds a SQLite file through the real migrations, inserts generated messages (Zipf
 word frequencies, a few percent CJK) through plain sqlite3 with the FTS triggers on,
-then times ``find_messages`` with scope "all" over rare, common, phrase and CJK queries.
+then times the search repository's ``find_messages`` with scope "all" over rare, common,
+phrase and CJK queries.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.search.engine import SearchScope, find_messages
-from core.store.engine import create_engines
-from migrations.runner import upgrade
+from core.store.db import SessionDB
+from core.store.schema_version import upgrade_schema
+from core.store.search.matches import SearchScope
 
 VOCABULARY = 50_000
 BATCH = 1_000
@@ -101,17 +102,13 @@ def query_set(seed: int, count: int) -> list[tuple[str, str]]:
 
 
 async def measure(path: Path, queries: list[tuple[str, str]]) -> dict[str, list[float]]:
-    engines = create_engines(f"sqlite:///{path}")
     scope = SearchScope("telegram", "c0", None, "u0", mode="all")
     timings: dict[str, list[float]] = {}
-    try:
-        async with engines.read.connect() as conn:
-            for name, query in queries:
-                began = time.perf_counter()
-                await find_messages(conn, query, scope, limit=10)
-                timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
-    finally:
-        await engines.dispose()
+    async with SessionDB(f"sqlite:///{path}") as db, db.search.reading() as reader:
+        for name, query in queries:
+            began = time.perf_counter()
+            await reader.find_messages(query, scope, limit=10)
+            timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
     return timings
 
 
@@ -144,9 +141,7 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
-        engines = create_engines(f"sqlite:///{path}")
-        await upgrade(engines.write)
-        await engines.dispose()
+        await upgrade_schema(f"sqlite:///{path}")
         rate = build(path, args.messages, args.sessions, args.seed)
         print(
             f"{args.messages:,} messages over {args.sessions:,} sessions, "

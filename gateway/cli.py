@@ -117,17 +117,10 @@ def db_upgrade() -> None:
 @db_app.command("current")
 def db_current() -> None:
     """Show the schema revision of the database and of this build."""
-    from core.store.engine import create_engines
-    from migrations.runner import current_revision, head_revision
+    from core.store.schema_version import code_revision, schema_revision
 
-    async def read() -> str | None:
-        engines = create_engines(_settings().database_url)
-        try:
-            return await current_revision(engines.read)
-        finally:
-            await engines.dispose()
-
-    console.print(f"database: {asyncio.run(read()) or 'empty'}  code: {head_revision()}")
+    current = asyncio.run(schema_revision(_settings().database_url))
+    console.print(f"database: {current or 'empty'}  code: {code_revision()}")
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from core.clock import SystemClock
 from core.cron.jobs import Creator, CronError, CronJobs, JobSpec
 from core.cron.schedule import ScheduleError
 from core.cron.targets import FORMS as TARGET_FORMS
-from core.store.cron import CronJob, CronStore
+from core.store.cron import CronJob
 from core.store.db import SessionDB
 from gateway.config import Settings, load_settings
 
@@ -136,7 +136,7 @@ def _with_jobs(fn: Callable[[CronJobs], Awaitable[T]], settings: Settings | None
         await migrate(settings)
         async with SessionDB(settings.database_url) as db:
             cron = CronJobs(
-                CronStore(db),
+                db.cron,
                 SystemClock(),
                 skills_dir=settings.home / "skills",
                 timezone=settings.cron.timezone,

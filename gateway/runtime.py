@@ -7,9 +7,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
-
 from adapters.base import Adapter
 from core import compaction
 from core.assembly import Core, CoreSettings
@@ -17,7 +14,6 @@ from core.clock import Clock, SystemClock
 from core.compaction import CompactionSettings
 from core.cron.service import CronService
 from core.curator.service import Curator
-from core.errors import StoreError
 from core.hooks import (
     EXTERNAL_BLOCKS,
     INDEX_BLOCKS,
@@ -47,15 +43,14 @@ from core.skills.slash import slash_loader
 from core.skills.store import SkillStore
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
-from core.store.engine import create_engines
 from core.store.records import InboxItem, SessionRow
+from core.store.schema_version import upgrade_schema
 from core.tasks import TaskSet
 from core.tools import Tool
 from core.turn import TurnResult
 from gateway.config import Settings
 from gateway.memory_setup import MemorySetup, memory_setup
 from gateway.scheduling import CronWiring, schedule_curator
-from migrations.runner import upgrade
 
 log = logging.getLogger(__name__)
 
@@ -77,21 +72,8 @@ class Gateway:
 
 
 async def migrate(settings: Settings) -> None:
-    """Bring the SessionDB schema up to date."""
-    url = settings.database_url
-    engines = create_engines(url, busy_timeout_ms=settings.database.busy_timeout_ms)
-    try:
-        await upgrade(engines.write)
-    except (SQLAlchemyError, OSError) as exc:
-        where = make_url(url).render_as_string(hide_password=True)
-        raise StoreError(f"cannot open the SessionDB at {where}: {_reason(exc)}") from exc
-    finally:
-        await engines.dispose()
-
-
-def _reason(exc: BaseException) -> str:
-    root = exc.__cause__ or exc.__context__ or exc
-    return f"{root.__class__.__name__}: {root}".splitlines()[0]
+    """Bring the SessionDB schema up to date (``StoreError`` when it cannot be opened)."""
+    await upgrade_schema(settings.database_url, busy_timeout_ms=settings.database.busy_timeout_ms)
 
 
 @asynccontextmanager
@@ -261,7 +243,7 @@ def _wire_skills_and_search(
     if settings.search.enabled:
         registry.register(
             SessionSearchTool(
-                db.engines.read,
+                db.search,
                 allow_global=settings.search.allow_global,
                 owners=settings.search.owners,
             )

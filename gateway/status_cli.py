@@ -13,12 +13,10 @@ from datetime import UTC, datetime
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import func, select
-from sqlalchemy.engine import make_url
 
-from core.store.cron import CronJob, CronStore
+from core.store.cron import CronJob
 from core.store.db import SessionDB
-from core.store.schema import reviews, sessions
+from core.store.location import redacted_url
 from gateway.config import Settings, load_settings
 from gateway.curator_cli import build_curator
 from gateway.skills_cli import skill_store
@@ -37,22 +35,13 @@ def status() -> None:
 
 async def _show(settings: Settings) -> None:
     async with SessionDB(settings.database_url) as db:
-        async with db.engines.read.connect() as conn:
-            active = (
-                await conn.execute(
-                    select(func.count()).select_from(sessions).where(sessions.c.ended_at.is_(None))
-                )
-            ).scalar_one()
-            done = (
-                await conn.execute(
-                    select(func.count()).select_from(reviews).where(reviews.c.status == "done")
-                )
-            ).scalar_one()
+        active = await db.active_session_count()
+        done = await db.reviews.count_done()
         curator = build_curator(settings, db, skill_store(settings))
         gate = await curator.gate() if settings.curator.enabled else None
-        jobs = await CronStore(db).next_runs(limit=50) if settings.cron.enabled else []
+        jobs = await db.cron.next_runs(limit=50) if settings.cron.enabled else []
     model = settings.model_config_for_core()
-    where = make_url(settings.database_url).render_as_string(hide_password=True)
+    where = redacted_url(settings.database_url)
     console.print(f"home:      {settings.home}", markup=False)
     console.print(f"database:  {where}", markup=False)
     console.print(f"model:     {model.model} via {model.provider}", markup=False)

@@ -13,6 +13,7 @@ from core.store.engine import create_engines
 from core.store.records import SessionRow
 from core.store.schema import messages, sessions
 from gateway.config import load_settings
+from tests.direct_sql import DirectSql
 from tests.test_cli import chatgate, session_ids
 
 T0 = 1_780_000_000.0  # 2026-05-28 20:26:40 UTC
@@ -32,18 +33,18 @@ async def _seed(url: str, chains: Sequence[Sequence[tuple[str, list[str]]]]) -> 
         await upgrade(engines.write)
     finally:
         await engines.dispose()
-    async with SessionDB(url) as db:
+    async with SessionDB(url) as db, DirectSql(url) as tables:
         at = 0.0
         for chain in chains:
             parent = None
             for index, (session_id, texts) in enumerate(chain):
                 at += 100
                 await db.open_session(_row(session_id, at))
-                await _say(db, session_id, texts, at)
+                await _say(tables, session_id, texts, at)
                 if parent is not None:
-                    await _set(db, session_id, parent_session_id=parent)
+                    await _set(tables, session_id, parent_session_id=parent)
                 if index < len(chain) - 1:
-                    await _set(db, session_id, ended_at=T0 + at + 50, end_reason="compaction")
+                    await _set(tables, session_id, ended_at=T0 + at + 50, end_reason="compaction")
                 parent = session_id
 
 
@@ -62,8 +63,8 @@ def _row(session_id: str, at: float) -> SessionRow:
     )
 
 
-async def _say(db: SessionDB, session_id: str, texts: list[str], at: float) -> None:
-    async with db.engines.write.begin() as conn:
+async def _say(tables: DirectSql, session_id: str, texts: list[str], at: float) -> None:
+    async with tables.begin() as conn:
         for n, content in enumerate(texts):
             role = "user" if n % 2 == 0 else "assistant"
             await conn.execute(
@@ -73,8 +74,8 @@ async def _say(db: SessionDB, session_id: str, texts: list[str], at: float) -> N
             )
 
 
-async def _set(db: SessionDB, session_id: str, **values: object) -> None:
-    async with db.engines.write.begin() as conn:
+async def _set(tables: DirectSql, session_id: str, **values: object) -> None:
+    async with tables.begin() as conn:
         await conn.execute(update(sessions).where(sessions.c.id == session_id).values(values))
 
 

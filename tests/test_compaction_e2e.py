@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 
 from core.compaction import NOTICE, SUMMARY_INSTRUCTION, SUMMARY_PREFIX
 from core.store.schema import messages, sessions
+from tests.direct_sql import DirectSql, read_rows
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 
@@ -15,19 +16,19 @@ SMALL_WINDOW = "compaction:\n  context_window: 1000\n  threshold: 0.9\n  keep_re
 
 
 async def session_rows(gw: RunningGateway) -> list[tuple[str, str | None, str | None]]:
-    async with gw.gateway.db.engines.read.connect() as conn:
-        rows = await conn.execute(
-            select(sessions.c.id, sessions.c.parent_session_id, sessions.c.end_reason).order_by(
-                sessions.c.started_at
-            )
-        )
-        return [(r.id, r.parent_session_id, r.end_reason) for r in rows]
+    rows = await read_rows(
+        gw.settings.database_url,
+        select(sessions.c.id, sessions.c.parent_session_id, sessions.c.end_reason).order_by(
+            sessions.c.started_at
+        ),
+    )
+    return [(r.id, r.parent_session_id, r.end_reason) for r in rows]
 
 
 async def message_count(gw: RunningGateway, session_id: str) -> int:
-    async with gw.gateway.db.engines.read.connect() as conn:
-        stmt = select(func.count()).where(messages.c.session_id == session_id)
-        return int((await conn.execute(stmt)).scalar_one())
+    stmt = select(func.count()).where(messages.c.session_id == session_id)
+    async with DirectSql(gw.settings.database_url) as sql:
+        return int(await sql.scalar(stmt))
 
 
 async def test_a_long_message_compacts_the_session_before_its_turn(

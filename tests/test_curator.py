@@ -31,6 +31,7 @@ from tests.curator_helpers import (
     usage,
     when,
 )
+from tests.direct_sql import DirectSql
 from tests.postgres import postgres_database
 from tests.test_store import migrate
 
@@ -41,6 +42,13 @@ INTERVAL = 168 * HOUR
 async def db(tmp_path: Path) -> AsyncIterator[SessionDB]:
     async with migrated_db(tmp_path / "state.db") as opened:
         yield opened
+
+
+@pytest.fixture
+async def tables(tmp_path: Path) -> AsyncIterator[DirectSql]:
+    """The test's own look at the rows ``db`` holds, since ``db`` keeps its engines private."""
+    async with DirectSql(f"sqlite:///{tmp_path / 'state.db'}") as sql:
+        yield sql
 
 
 @pytest.fixture
@@ -72,10 +80,9 @@ def make(
     )
 
 
-async def runs(db: SessionDB) -> list[dict[str, object]]:
-    async with db.engines.read.connect() as conn:
-        rows = await conn.execute(select(curator_runs).order_by(curator_runs.c.id))
-        return [dict(row._mapping) for row in rows]
+async def runs(tables: DirectSql) -> list[dict[str, object]]:
+    rows = await tables.rows(select(curator_runs).order_by(curator_runs.c.id))
+    return [dict(row._mapping) for row in rows]
 
 
 # -- gates ------------------------------------------------------------------------------
@@ -102,7 +109,7 @@ async def test_first_run_is_deferred_one_full_interval_after_arming(
 
 
 async def test_interval_counts_from_the_last_real_pass_not_dry_runs(
-    db: SessionDB, skills: Path, clock: ManualClock
+    db: SessionDB, tables: DirectSql, skills: Path, clock: ManualClock
 ) -> None:
     curator = make(db, skills, clock)
     await curator.run("manual")  # a real pass: the interval counts from here
@@ -114,7 +121,7 @@ async def test_interval_counts_from_the_last_real_pass_not_dry_runs(
     assert await curator.check() is not None
     clock.advance(HOUR)
     assert await curator.check() is None
-    assert [r["trigger"] for r in await runs(db)] == ["manual", "manual", "schedule"]
+    assert [r["trigger"] for r in await runs(tables)] == ["manual", "manual", "schedule"]
 
 
 async def test_a_pass_waits_until_every_chat_has_been_idle_long_enough(
@@ -138,13 +145,13 @@ async def test_a_pass_waits_until_every_chat_has_been_idle_long_enough(
 
 
 async def test_disabled_or_paused_curator_never_runs(
-    db: SessionDB, skills: Path, clock: ManualClock
+    db: SessionDB, tables: DirectSql, skills: Path, clock: ManualClock
 ) -> None:
     disabled = make(db, skills, clock, enabled=False)
     assert await disabled.check() is None
     clock.advance(10 * INTERVAL)
     assert await disabled.check() is None
-    assert await runs(db) == []
+    assert await runs(tables) == []
 
     curator = make(db, skills, clock)
     await curator.check()  # arms now: the disabled time did not count
@@ -321,7 +328,7 @@ async def test_a_rollback_brings_back_the_skills_index_of_its_snapshot(
 
 
 async def test_dry_run_changes_nothing_and_says_what_would_happen(
-    db: SessionDB, skills: Path, clock: ManualClock
+    db: SessionDB, tables: DirectSql, skills: Path, clock: ManualClock
 ) -> None:
     add_skill(skills, "idle", idle_days=31)
     add_skill(skills, "forgotten", idle_days=100)
@@ -339,21 +346,21 @@ async def test_dry_run_changes_nothing_and_says_what_would_happen(
     text = (skills.parent / "curator" / "reports" / f"{report.run_id}.md").read_text("utf-8")
     assert "(dry run)" in text
     assert "- forgotten: would move active → archived (100d since last activity)" in text
-    [row] = await runs(db)
+    [row] = await runs(tables)
     assert row["dry_run"] is True
     assert row["status"] == "done"
     assert row["backup_id"] is None
 
 
 async def test_each_pass_is_logged_with_counts_and_a_report(
-    db: SessionDB, skills: Path, clock: ManualClock
+    db: SessionDB, tables: DirectSql, skills: Path, clock: ManualClock
 ) -> None:
     add_skill(skills, "idle", idle_days=31)
     add_skill(skills, "mine", created_by="user")
 
     report = await make(db, skills, clock).run("manual")
 
-    [row] = await runs(db)
+    [row] = await runs(tables)
     assert row["status"] == "done"
     assert row["trigger"] == "manual"
     assert row["backup_id"] == report.backup_id
@@ -373,7 +380,11 @@ async def test_each_pass_is_logged_with_counts_and_a_report(
 
 
 async def test_a_failed_pass_is_logged_as_failed(
-    db: SessionDB, skills: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    db: SessionDB,
+    tables: DirectSql,
+    skills: Path,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     add_skill(skills, "forgotten", idle_days=100)
 
@@ -384,7 +395,7 @@ async def test_a_failed_pass_is_logged_as_failed(
     with pytest.raises(OSError, match="disk full"):
         await make(db, skills, clock).run("manual")
 
-    [row] = await runs(db)
+    [row] = await runs(tables)
     assert row["status"] == "failed"
     assert row["error"] == "OSError: disk full"
     assert (skills / "forgotten" / "SKILL.md").is_file()  # no snapshot, no changes
@@ -481,4 +492,5 @@ async def test_replicas_checking_at_once_run_one_pass(tmp_path: Path, clock: Man
             reports = await asyncio.gather(*(r.check() for r in replicas))
 
             assert sum(report is not None for report in reports) == 1
-            assert len(await runs(first_db)) == 1
+            async with DirectSql(url) as tables:
+                assert len(await runs(tables)) == 1

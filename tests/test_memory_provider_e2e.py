@@ -7,6 +7,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from core.store.schema import messages
+from tests.direct_sql import read_rows
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import notes_stored, running_gateway
 
@@ -26,14 +27,12 @@ async def test_recall_reaches_the_model_but_not_the_transcript(
         session_id = asked.json()["session_id"]
     async with running_gateway(home, env) as gw:
         await gw.say("thanks")  # after a restart the history replays the exact bytes sent
-        async with gw.gateway.db.engines.read.connect() as conn:
-            rows = (
-                await conn.execute(
-                    select(messages.c.content, messages.c.api_content).where(
-                        messages.c.session_id == session_id, messages.c.role == "user"
-                    )
-                )
-            ).all()
+        rows = await read_rows(
+            gw.settings.database_url,
+            select(messages.c.content, messages.c.api_content).where(
+                messages.c.session_id == session_id, messages.c.role == "user"
+            ),
+        )
 
     sent = fake_openai.requests[1]["messages"][-1]["content"]
     assert sent.startswith("what is my cat called?")

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import delete, insert, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.search import engine as search_engine
-from core.search.engine import SearchScope, find_messages
 from core.store.engine import create_engines
 from core.store.schema import messages, sessions
+from core.store.search import matches as search_matches
+from core.store.search.matches import SearchScope, find_messages
 from migrations.runner import upgrade
 from tests.postgres import postgres_database
 
@@ -145,7 +145,7 @@ async def test_few_matches_rank_many_matches_recency(
         ranked = await find_messages(conn, "otter", ALL)
     assert [m.message_id for m in ranked] == [strong, weak]
     assert ranked[0].score > ranked[1].score > 0
-    monkeypatch.setattr(search_engine, "RANK_LIMIT", 1)
+    monkeypatch.setattr(search_matches, "RANK_LIMIT", 1)
     async with db.connect() as conn:
         recent = await find_messages(conn, "otter", ALL)
     assert [(m.message_id, m.score) for m in recent] == [(weak, 0.0), (strong, 0.0)]

@@ -18,6 +18,7 @@ from core.store.records import SessionRow
 from core.store.schema import messages, sessions
 from core.tools import ToolContext
 from migrations.runner import upgrade
+from tests.direct_sql import DirectSql
 
 T0 = 1_780_000_000.0
 
@@ -65,8 +66,9 @@ def row(
 class World:
     """A migrated database with a few chats, and a way to add transcripts."""
 
-    def __init__(self, db: SessionDB) -> None:
+    def __init__(self, db: SessionDB, tables: DirectSql) -> None:
         self.db = db
+        self.tables = tables
         self.ids: dict[str, list[int]] = {}
 
     async def session(self, new: SessionRow, texts: Sequence[str] = ()) -> list[int]:
@@ -77,12 +79,12 @@ class World:
         return ids
 
     async def update(self, session_id: str, **values: Any) -> None:
-        async with self.db.engines.write.begin() as conn:
+        async with self.tables.begin() as conn:
             await conn.execute(update(sessions).where(sessions.c.id == session_id).values(values))
 
     async def say(self, session_id: str, texts: Sequence[str]) -> list[int]:
         ids = self.ids.setdefault(session_id, [])
-        async with self.db.engines.write.begin() as conn:
+        async with self.tables.begin() as conn:
             for n, content in enumerate(texts):
                 result = await conn.execute(
                     insert(messages).values(
@@ -99,7 +101,7 @@ class World:
     def tool(
         self, *, allow_global: bool = False, owners: tuple[str, ...] = ()
     ) -> SessionSearchTool:
-        return SessionSearchTool(self.db.engines.read, allow_global=allow_global, owners=owners)
+        return SessionSearchTool(self.db.search, allow_global=allow_global, owners=owners)
 
 
 @pytest.fixture
@@ -110,8 +112,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         await upgrade(engines.write)
     finally:
         await engines.dispose()
-    async with SessionDB(url) as db:
-        w = World(db)
+    async with SessionDB(url) as db, DirectSql(url) as tables:
+        w = World(db, tables)
         await w.session(row("root", at=1), ["deploy the parser", "ok"])
         await w.update("root", title="Deploy plan")
         await w.session(row("mid", parent="root", at=2), ["parser deploy failed", "retrying"])
@@ -362,7 +364,7 @@ async def test_unknown_current_session_is_refused(world: World) -> None:
     assert payload["success"] is False
 
 
-# -- discovery (uses core.search.engine) ----------------------------------------------------
+# -- discovery (uses core.store.search.matches) ---------------------------------------------
 
 
 async def test_discovery_one_hit_per_lineage_and_current_session_skipped(world: World) -> None:

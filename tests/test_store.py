@@ -16,14 +16,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.errors import StoreError
 from core.messages import InboundMessage
+from core.store import db as store_db
 from core.store import inbox as inbox_ops
 from core.store import sessions as session_ops
 from core.store.db import SessionDB
-from core.store.engine import create_engines
+from core.store.engine import Engines, create_engines
 from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
 from core.store.schema import inbox, messages, outbox, sessions
 from core.store.tx import Tx, insert_sql
 from migrations.runner import current_revision, head_revision, upgrade
+from tests.direct_sql import DirectSql
 from tests.postgres import postgres_database
 
 BUSY_TIMEOUT_MS = 1234
@@ -56,6 +58,13 @@ async def db(db_url: str) -> AsyncIterator[SessionDB]:
         yield opened
 
 
+@pytest.fixture
+async def tables(db_url: str) -> AsyncIterator[DirectSql]:
+    """The test's own look at the rows ``db`` holds, since ``db`` keeps its engines private."""
+    async with DirectSql(db_url) as sql:
+        yield sql
+
+
 def message(number: int = 1, *, chat_id: str = "c1", text_: str | None = None) -> InboundMessage:
     return InboundMessage(
         platform="webhook",
@@ -84,12 +93,11 @@ def session_row(session_id: str, key: str = "webhook:c1") -> SessionRow:
     )
 
 
-async def count(db: SessionDB, table: Any, *where: Any) -> int:
-    async with db.engines.read.connect() as conn:
-        stmt = select(func.count()).select_from(table)
-        if where:
-            stmt = stmt.where(*where)
-        return int((await conn.execute(stmt)).scalar_one())
+async def count(tables: DirectSql, table: Any, *where: Any) -> int:
+    stmt = select(func.count()).select_from(table)
+    if where:
+        stmt = stmt.where(*where)
+    return int(await tables.scalar(stmt))
 
 
 # -- SQLite connection settings ------------------------------------------------------------
@@ -110,14 +118,25 @@ EXPECTED_PRAGMAS = {
 }
 
 
-async def test_every_sqlite_connection_is_configured(tmp_path: Path) -> None:
+async def test_every_sqlite_connection_is_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}"
     await migrate(url)
+    built: list[Engines] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Engines:
+        built.append(create_engines(*args, **kwargs))
+        return built[-1]
+
+    # The engines are private to the store: keep hold of the ones the SessionDB builds.
+    monkeypatch.setattr(store_db, "create_engines", recording)
     async with SessionDB(url, busy_timeout_ms=BUSY_TIMEOUT_MS) as db:
+        [engines] = built
         # The writer's own connection, read from inside one of its transactions.
         seen = [await db.write(writer_pragmas)]
         # Hold several readers open at once so the pool must open distinct connections.
-        readers = [await db.engines.read.connect() for _ in range(4)]
+        readers = [await engines.read.connect() for _ in range(4)]
         try:
             seen += [await pragmas(conn) for conn in readers]
             raw = {id(await conn.get_raw_connection()) for conn in readers}
@@ -125,7 +144,7 @@ async def test_every_sqlite_connection_is_configured(tmp_path: Path) -> None:
             for conn in readers:
                 await conn.close()
         # The SQLAlchemy write engine (migrations) is configured the same way.
-        async with db.engines.write.connect() as conn:
+        async with engines.write.connect() as conn:
             seen.append(await pragmas(conn))
 
     assert len(raw) == 4
@@ -166,7 +185,7 @@ async def test_database_file_is_in_wal_mode_on_disk(tmp_path: Path) -> None:
 # -- sessions -----------------------------------------------------------------------------
 
 
-async def test_one_active_session_per_key(db: SessionDB) -> None:
+async def test_one_active_session_per_key(db: SessionDB, tables: DirectSql) -> None:
     first = await db.open_session(session_row("s1"))
     rival = await db.open_session(session_row("s2"))
     other_key = await db.open_session(session_row("s3", key="webhook:c2"))
@@ -188,7 +207,7 @@ async def test_one_active_session_per_key(db: SessionDB) -> None:
     assert active.id == "s5"
     assert ended is not None
     assert (ended.end_reason, ended.ended_at) == ("new", T0 + 5)
-    assert await count(db, sessions, sessions.c.session_key == "webhook:c1") == 2
+    assert await count(tables, sessions, sessions.c.session_key == "webhook:c1") == 2
 
 
 def insert_session_directly(tx: Tx, row: SessionRow) -> None:
@@ -264,12 +283,12 @@ def _fields(msg: InboundMessage) -> dict[str, Any]:
     return {name: getattr(msg, name) for name in InboundMessage.__dataclass_fields__}
 
 
-async def test_concurrent_duplicates_make_one_row(db: SessionDB) -> None:
+async def test_concurrent_duplicates_make_one_row(db: SessionDB, tables: DirectSql) -> None:
     results = await asyncio.gather(*(db.accept(message(1), "webhook:c1") for _ in range(20)))
 
     assert sum(r.created for r in results) == 1
     assert len({r.item.id for r in results}) == 1
-    assert await count(db, inbox) == 1
+    assert await count(tables, inbox) == 1
 
 
 # -- group commit -----------------------------------------------------------------------------
@@ -292,12 +311,12 @@ async def test_group_commit_batches_concurrent_writes(db_url: str) -> None:
     assert len({r.item.id for r in results}) == writes
     assert commits < writes // 2
     # Durable: a new SessionDB (new connections) sees every accepted row.
-    async with SessionDB(db_url) as reopened:
-        assert await count(reopened, inbox) == writes
+    async with SessionDB(db_url) as reopened, DirectSql(db_url) as fresh:
+        assert await count(fresh, inbox) == writes
         assert len(await reopened.pending_inbox()) == writes
 
 
-async def test_failing_op_fails_only_its_caller(db: SessionDB) -> None:
+async def test_failing_op_fails_only_its_caller(db: SessionDB, tables: DirectSql) -> None:
     def insert_then_fail(tx: Tx) -> None:
         inbox_ops.accept(tx, message(100), "webhook:c1")
         raise ValueError("this op is broken")
@@ -320,14 +339,16 @@ async def test_failing_op_fails_only_its_caller(db: SessionDB) -> None:
     assert isinstance(broken, StoreError)
     assert "this op is broken" in str(broken)
     assert isinstance(orphan, StoreError)  # foreign keys are enforced
-    assert await count(db, inbox) == 10
-    assert await count(db, inbox, inbox.c.platform_message_id == "m100") == 0
-    assert await count(db, messages) == 0
+    assert await count(tables, inbox) == 10
+    assert await count(tables, inbox, inbox.c.platform_message_id == "m100") == 0
+    assert await count(tables, messages) == 0
     # The writer keeps going after a failure.
     assert (await db.accept(message(11), "webhook:c1")).created
 
 
-async def test_cancelled_caller_does_not_cancel_the_shared_commit(db: SessionDB) -> None:
+async def test_cancelled_caller_does_not_cancel_the_shared_commit(
+    db: SessionDB, tables: DirectSql
+) -> None:
     writes = [asyncio.ensure_future(db.accept(message(n), "webhook:c1")) for n in range(5)]
     await asyncio.sleep(0)  # one loop step: every write is queued, none committed yet
     writes[2].cancel()
@@ -335,7 +356,7 @@ async def test_cancelled_caller_does_not_cancel_the_shared_commit(db: SessionDB)
 
     assert isinstance(results[2], asyncio.CancelledError)
     assert sum(1 for r in results if not isinstance(r, BaseException)) == 4
-    assert await count(db, inbox) == 5  # the cancelled caller's write still committed
+    assert await count(tables, inbox) == 5  # the cancelled caller's write still committed
 
 
 # -- turns ------------------------------------------------------------------------------------
@@ -357,7 +378,7 @@ def user_and_reply(number: int) -> list[NewMessage]:
     ]
 
 
-async def test_finished_turn_is_written_whole(db: SessionDB) -> None:
+async def test_finished_turn_is_written_whole(db: SessionDB, tables: DirectSql) -> None:
     session = await db.open_session(session_row("s1"))
     accepted = await db.accept(message(1), "webhook:c1")
     replies = await db.finish_turn(
@@ -390,23 +411,22 @@ async def test_finished_turn_is_written_whole(db: SessionDB) -> None:
     assert (updated.turn_count, updated.message_count, updated.tool_call_count) == (1, 2, 1)
     assert (updated.input_tokens, updated.output_tokens) == (10, 3)
     assert (updated.cache_read_tokens, updated.cache_write_tokens) == (8, 2)
-    assert await message_cache_tokens(db, session.id) == [(None, None), (8, 2)]
+    assert await message_cache_tokens(tables, session.id) == [(None, None), (8, 2)]
     assert item is not None
     assert (item.status, item.session_id) == ("done", session.id)
     assert await db.pending_inbox() == []
 
 
-async def message_cache_tokens(db: SessionDB, session_id: str) -> list[tuple[Any, Any]]:
+async def message_cache_tokens(tables: DirectSql, session_id: str) -> list[tuple[Any, Any]]:
     stmt = (
         select(messages.c.cache_read_tokens, messages.c.cache_write_tokens)
         .where(messages.c.session_id == session_id)
         .order_by(messages.c.id)
     )
-    async with db.engines.read.connect() as conn:
-        return [tuple(r) for r in await conn.execute(stmt)]
+    return [tuple(r) for r in await tables.rows(stmt)]
 
 
-async def test_a_turn_that_fails_to_commit_leaves_nothing(db: SessionDB) -> None:
+async def test_a_turn_that_fails_to_commit_leaves_nothing(db: SessionDB, tables: DirectSql) -> None:
     session = await db.open_session(session_row("s1"))
     ghost = InboxItem(id=987_654, session_key="webhook:c1", message=message(1))
     outcome = TurnOutcome(
@@ -423,7 +443,7 @@ async def test_a_turn_that_fails_to_commit_leaves_nothing(db: SessionDB) -> None
 
     assert await db.history(session.id) == []
     assert await db.session(session.id) == session
-    assert await count(db, outbox) == 0
+    assert await count(tables, outbox) == 0
 
 
 async def test_replies_after_a_cursor(db: SessionDB) -> None:
@@ -452,10 +472,9 @@ async def test_replies_after_a_cursor(db: SessionDB) -> None:
     assert [r.text for r in await db.pending_replies("webhook")] == ["r2", "r3"]
 
 
-async def test_ping(db: SessionDB) -> None:
+async def test_ping(db: SessionDB, tables: DirectSql) -> None:
     await db.ping()
-    async with db.engines.read.connect() as conn:
-        assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
+    assert await tables.scalar(text("SELECT 1")) == 1
 
 
 async def test_nul_characters_are_stored_on_every_backend(db: SessionDB) -> None:

@@ -18,6 +18,7 @@ from core.models.base import ToolSpec
 from core.store.records import TurnReplies
 from core.store.schema import inbox, messages, sessions
 from core.tools import ToolContext
+from tests.direct_sql import read_rows
 from tests.fakes.openai_server import FakeOpenAIServer, last_user_content
 from tests.gateway_server import RunningGateway, running_gateway
 
@@ -54,8 +55,7 @@ async def until(condition: Callable[[], bool], *, seconds: float = 10.0) -> None
 
 
 async def rows(gw: RunningGateway, stmt: Any) -> list[Any]:
-    async with gw.gateway.db.engines.read.connect() as conn:
-        return list(await conn.execute(stmt))
+    return await read_rows(gw.settings.database_url, stmt)
 
 
 async def inbox_rows(gw: RunningGateway) -> list[Any]:

@@ -24,7 +24,7 @@ from core.cron.schedule import ScheduleError
 from core.cron.targets import TargetError, format_target
 from core.errors import ModelError
 from core.scheduler import Scheduler
-from core.store.cron import CronJob, CronStore, RunEnd, RunStatus
+from core.store.cron import CronJob, RunEnd, RunStatus
 from core.store.db import SessionDB
 from core.tasks import TaskSet
 
@@ -82,7 +82,7 @@ class CronService:
         max_jobs_per_chat: int = 50,
         max_concurrent_runs: int = 2,
     ) -> None:
-        self.store = CronStore(db)
+        self.store = db.cron
         self.jobs = CronJobs(
             self.store,
             clock,

@@ -27,7 +27,7 @@ from core.curator.status import LibraryCounts, library_counts
 from core.models.base import ModelClient
 from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
-from core.store import curator as store
+from core.store.curator import CuratorRun
 from core.store.db import SessionDB
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class CuratorStatus:
     gate: Gate
     runs: int
     dry_runs: int
-    last_run: store.CuratorRun | None
+    last_run: CuratorRun | None
     last_activity: float | None
     library: LibraryCounts
 
@@ -96,7 +96,7 @@ class Curator:
             return None
         now = self.clock.now()
         since = now - self.policy.interval_hours * 3600
-        if not await self.db.write(lambda tx: store.claim_pass(tx, now, since)):
+        if not await self.db.curator.claim_pass(now, since):
             log.info("curator: another replica claimed this pass")
             return None
         try:
@@ -110,20 +110,14 @@ class Curator:
         now = self.clock.now()
         if not self.policy.enabled:
             return Gate(False, "disabled")
-        async with self.db.engines.read.connect() as conn:
-            paused = await store.get_state(conn, store.PAUSED) == "1"
-            armed = await store.get_state(conn, store.ARMED_AT)
-            last = await store.last_real_run(conn)
-            active_at = await store.last_activity(conn)
-        if paused:
+        readings = await self.db.curator.gate_readings()
+        armed, last, active_at = readings.armed_at, readings.last_real_run, readings.last_activity
+        if readings.paused:
             return Gate(False, "paused")
         if last is None and armed is None:
             if not arm:
                 return Gate(False, "not armed yet (the first check arms it)")
-            stored = await self.db.write(
-                lambda tx: store.set_state_if_absent(tx, store.ARMED_AT, repr(now), now)
-            )
-            armed = stored
+            armed = await self.db.curator.arm(now)
         since = last.started_at if last is not None else float(armed or now)
         due_at = since + self.policy.interval_seconds
         if active_at is not None:
@@ -155,30 +149,29 @@ class Curator:
     async def status(self) -> CuratorStatus:
         """The gates (without arming), the run log and the library's counts."""
         gate = await self.gate()
-        async with self.db.engines.read.connect() as conn:
-            paused = await store.get_state(conn, store.PAUSED) == "1"
-            runs = await store.count_runs(conn, dry_run=False)
-            dry_runs = await store.count_runs(conn, dry_run=True)
-            recent = await store.recent_runs(conn, limit=1)
-            active_at = await store.last_activity(conn)
+        run_log = await self.db.curator.run_log()
         records = await asyncio.to_thread(SkillUsage(self.skills_dir).all)
         counts = await asyncio.to_thread(library_counts, self.skills_dir, records)
-        last = recent[0] if recent else None
-        return CuratorStatus(self.policy, paused, gate, runs, dry_runs, last, active_at, counts)
+        return CuratorStatus(
+            self.policy,
+            run_log.paused,
+            gate,
+            run_log.runs,
+            run_log.dry_runs,
+            run_log.last_run,
+            run_log.last_activity,
+            counts,
+        )
 
     async def pause(self, paused: bool) -> None:
-        now = self.clock.now()
-        value = "1" if paused else "0"
-        await self.db.write(lambda tx: store.set_state(tx, store.PAUSED, value, now))
+        await self.db.curator.set_paused(paused, self.clock.now())
 
     def _lock(self) -> FileLock:
         return pass_lock(self.skills_dir)
 
     async def _recorded_pass(self, trigger: str, dry_run: bool, merge: bool) -> RunReport:
         started = self.clock.now()
-        run_id = await self.db.write(
-            lambda tx: store.start_run(tx, started, trigger, dry_run, merge)
-        )
+        run_id = await self.db.curator.start_run(started, trigger, dry_run, merge)
         try:
             report = await self._pass(run_id, trigger, started, dry_run, merge)
         except (Exception, asyncio.CancelledError) as exc:
@@ -186,40 +179,33 @@ class Curator:
             error = f"{exc.__class__.__name__}: {exc}" if str(exc) else "stopped mid-pass"
             finished = self.clock.now()
             await asyncio.shield(
-                self.db.write(
-                    lambda tx: store.finish_run(
-                        tx,
-                        run_id,
-                        at=finished,
-                        status="failed",
-                        backup_id=None,
-                        counts={},
-                        report="",
-                        error=error,
-                    )
+                self.db.curator.finish_run(
+                    run_id,
+                    at=finished,
+                    status="failed",
+                    backup_id=None,
+                    counts={},
+                    report="",
+                    error=error,
                 )
             )
             raise
         text = report.render()
         finished = self.clock.now()
-        await self.db.write(
-            lambda tx: store.finish_run(
-                tx,
-                run_id,
-                at=finished,
-                status="done",
-                backup_id=report.backup_id,
-                counts=report.counts,
-                report=text,
-            )
+        await self.db.curator.finish_run(
+            run_id,
+            at=finished,
+            status="done",
+            backup_id=report.backup_id,
+            counts=report.counts,
+            report=text,
         )
         return report
 
     async def _pass(
         self, run_id: int, trigger: str, started: float, dry_run: bool, merge: bool
     ) -> RunReport:
-        async with self.db.engines.read.connect() as conn:
-            cron_skills = await store.cron_skill_names(conn)
+        cron_skills = await self.db.curator.cron_skill_names()
         now = datetime.fromtimestamp(started, tz=UTC)
         records = await asyncio.to_thread(SkillUsage(self.skills_dir).all)
         skills = await asyncio.to_thread(transitions.live_skills, self.skills_dir, records)

@@ -34,7 +34,6 @@ from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
 from core.session_state import SessionState
-from core.store import reviews as review_ops
 from core.store.db import SessionDB
 from core.store.records import InboxItem, NewMessage, SessionRow
 from core.store.reviews import ReviewOutcome
@@ -135,8 +134,7 @@ class ReviewService:
         await self._schedule(row, list(history), kinds, ctx)
 
     async def _derive(self, session_id: str, history: Sequence[ChatMessage]) -> Counters:
-        async with self._db.engines.read.connect() as conn:
-            marks = await review_ops.marks(conn, session_id)
+        marks = await self._db.reviews.marks(session_id)
         counters = self._counters[session_id] = derive(history, marks)
         while len(self._counters) > self._cache_size:
             self._counters.popitem(last=False)
@@ -154,22 +152,18 @@ class ReviewService:
     async def _record_and_run(
         self, row: SessionRow, history: list[ChatMessage], kinds: tuple[str, ...], ctx: ToolContext
     ) -> None:
-        review_id = await self._db.write(
-            lambda tx: review_ops.schedule(
-                tx,
-                session_id=row.id,
-                session_key=ctx.session_key,
-                kinds=kinds_text(kinds),
-                at_message_count=len(history),
-                at=self._clock.now(),
-            )
+        review_id = await self._db.reviews.schedule(
+            session_id=row.id,
+            session_key=ctx.session_key,
+            kinds=kinds_text(kinds),
+            at_message_count=len(history),
+            at=self._clock.now(),
         )
         await self._run(ReviewJob(review_id, kinds, row, history, ctx))
 
     async def resume_unfinished(self) -> int:
         """Run the reviews a previous process scheduled but did not finish."""
-        async with self._db.engines.read.connect() as conn:
-            pending = await review_ops.unfinished(conn)
+        pending = await self._db.reviews.unfinished()
         for review in pending:
             row = await self._db.session(review.session_id)
             if row is None:
@@ -205,9 +199,7 @@ class ReviewService:
         key = job.ctx.session_key
         await self._until_idle(key)  # the reply that triggered us goes out first
         now = self._clock.now()
-        started = await self._db.write(
-            lambda tx: review_ops.start(tx, job.review_id, now, resume=job.resumed)
-        )
+        started = await self._db.reviews.start(job.review_id, now, resume=job.resumed)
         if not started:
             return  # another replica has it
         runner = TurnRunner(
@@ -240,7 +232,7 @@ class ReviewService:
             await self._notify(target, [prompts.notice(lines)], job.session.id)
 
     async def _finish(self, job: ReviewJob, outcome: ReviewOutcome) -> None:
-        await self._db.write(lambda tx: review_ops.finish(tx, job.review_id, outcome))
+        await self._db.reviews.finish(job.review_id, outcome)
         self.outcomes[outcome.status] = self.outcomes.get(outcome.status, 0) + 1
 
 

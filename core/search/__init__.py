@@ -1,1 +1,5 @@
-"""Full-text search over stored messages: query sanitizing and the search engine."""
+"""``session_search``: query sanitizing, argument checks and the payloads the model reads.
+
+The SQL behind it (matching, the privacy rule, session and message reads) lives in
+``core.store.search``.
+"""

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from core.search.access import SCOPE_MODES, ScopeMode
+from core.store.search.access import SCOPE_MODES, ScopeMode
 
 Detail = Literal["adaptive", "full"]
 DETAILS: tuple[Detail, ...] = ("adaptive", "full")

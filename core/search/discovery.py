@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from core.search import catalog, windows
-from core.search.access import Reach
 from core.search.arguments import Detail
-from core.search.engine import Match, SearchScope, find_messages
-from core.search.windows import AnyRow
+from core.store.search.access import Reach
+from core.store.search.catalog import SessionCard
+from core.store.search.matches import Match, SearchScope
+from core.store.search.reader import SearchReader
 
 # Several matches often share a lineage; fetch more than asked so dedup still fills `limit`.
 OVERFETCH = 8
 
 
 async def discover(
-    conn: AsyncConnection,
+    reader: SearchReader,
     query: str,
     reach: Reach,
     *,
@@ -38,47 +37,47 @@ async def discover(
         user_id=reach.user_id,
         mode=reach.mode,
     )
-    found = await find_messages(
-        conn, query, scope, limit=limit * OVERFETCH, exclude_session_ids=(current_id,)
+    found = await reader.find_messages(
+        query, scope, limit=limit * OVERFETCH, exclude_session_ids=(current_id,)
     )
-    picked = await _one_per_lineage(conn, found, reach, current_id, limit)
+    picked = await _one_per_lineage(reader, found, reach, current_id, limit)
     return [
-        await _hit(conn, match, row, window, full=detail == "full" or rank == 0)
-        for rank, (match, row) in enumerate(picked)
+        await _hit(reader, match, card, window, full=detail == "full" or rank == 0)
+        for rank, (match, card) in enumerate(picked)
     ]
 
 
 async def _one_per_lineage(
-    conn: AsyncConnection, found: list[Match], reach: Reach, current_id: str, limit: int
-) -> list[tuple[Match, AnyRow]]:
+    reader: SearchReader, found: list[Match], reach: Reach, current_id: str, limit: int
+) -> list[tuple[Match, SessionCard]]:
     # The engine enforces scope too; checking again here keeps privacy in one place we own.
-    rows = await catalog.find_many(conn, {m.session_id for m in found}, reach)
+    cards = await reader.sessions({m.session_id for m in found}, reach)
     roots: set[str] = set()
-    picked: list[tuple[Match, AnyRow]] = []
+    picked: list[tuple[Match, SessionCard]] = []
     for match in found:
-        row = rows.get(match.session_id)
-        if row is None or match.session_id == current_id:
+        card = cards.get(match.session_id)
+        if card is None or match.session_id == current_id:
             continue
-        root = await catalog.lineage_root(conn, match.session_id)
+        root = await reader.lineage_root(match.session_id)
         if root in roots:
             continue
         roots.add(root)
-        picked.append((match, row))
+        picked.append((match, card))
         if len(picked) == limit:
             break
     return picked
 
 
 async def _hit(
-    conn: AsyncConnection, match: Match, row: AnyRow, size: int, *, full: bool
+    reader: SearchReader, match: Match, card: SessionCard, size: int, *, full: bool
 ) -> dict[str, Any]:
-    hit = catalog.describe(row)
+    hit = catalog.describe(card)
     hit["match_message_id"] = match.message_id
     if not full:
-        hit["anchor"] = (await windows.window(conn, row.id, match.message_id, 0))[0]
+        hit["anchor"] = (await windows.window(reader, card.id, match.message_id, 0))[0]
         hit["compact"] = "Scroll with session_id and around_message_id for the context."
         return hit
-    shown = await windows.window(conn, row.id, match.message_id, size)
+    shown = await windows.window(reader, card.id, match.message_id, size)
     hit["window"] = shown
-    hit["bookends"] = await windows.bookends(conn, row.id, {m["message_id"] for m in shown})
+    hit["bookends"] = await windows.bookends(reader, card.id, {m["message_id"] for m in shown})
     return hit

@@ -1,7 +1,7 @@
 """The `session_search` tool: find, scroll, read and list past conversations.
 
 It returns stored messages, never a summary, and calls no model. Every mode is limited to
-the caller's reach (see ``core.search.access``); a session outside it is reported exactly
+the caller's reach (see ``core.store.search.access``); a session outside it is reported exactly
 like a missing one, so the tool never reveals that another person's conversation exists.
 """
 
@@ -11,11 +11,8 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-
 from core.models.base import ToolSpec
 from core.search import catalog, windows
-from core.search.access import SCOPE_MODES, Reach
 from core.search.arguments import (
     BROWSE_DEFAULT_LIMIT,
     DETAILS,
@@ -24,6 +21,8 @@ from core.search.arguments import (
     parse,
 )
 from core.search.discovery import discover
+from core.store.search.access import SCOPE_MODES, Reach
+from core.store.search.reader import SearchReader, SearchStore
 from core.tools import ToolContext
 
 SESSION_SEARCH_SPEC = ToolSpec(
@@ -65,14 +64,14 @@ DISCOVERY_DEFAULT_LIMIT = 3
 
 
 class SessionSearchTool:
-    """``session_search`` over the SessionDB read engine."""
+    """``session_search`` over the SessionDB's search repository."""
 
     spec = SESSION_SEARCH_SPEC
 
     def __init__(
-        self, engine: AsyncEngine, *, allow_global: bool, owners: Collection[str] = ()
+        self, search: SearchStore, *, allow_global: bool, owners: Collection[str] = ()
     ) -> None:
-        self._engine = engine
+        self._search = search
         self._allow_global = allow_global
         # "platform:user_id" of the people who own this deployment: they may search all.
         self._owners = frozenset(owners)
@@ -85,50 +84,51 @@ class SessionSearchTool:
         owner = f"{ctx.platform}:{ctx.user_id}" in self._owners
         if parsed.scope == "all" and not (self._allow_global or owner):
             return _error("scope='all' is not enabled here; use scope 'chat' or 'user'.")
-        async with self._engine.connect() as conn:
-            payload = await _run(conn, parsed, ctx)
+        async with self._search.reading() as reader:
+            payload = await _run(reader, parsed, ctx)
         return json.dumps(payload, ensure_ascii=False)
 
 
-async def _run(conn: AsyncConnection, args: SearchArgs, ctx: ToolContext) -> dict[str, Any]:
-    exists, thread_id = await catalog.thread_of(conn, ctx.session_id)
+async def _run(reader: SearchReader, args: SearchArgs, ctx: ToolContext) -> dict[str, Any]:
+    exists, thread_id = await reader.thread_of(ctx.session_id)
     if not exists:
         # Without the caller's session we cannot tell its thread, so we cannot scope safely.
         return {"success": False, "error": "The current session is not stored yet; try later."}
     reach = Reach(ctx.platform, ctx.chat_id, thread_id, ctx.user_id, args.scope)
     if args.query is not None:
-        return await _discover(conn, args, args.query, reach, ctx.session_id)
+        return await _discover(reader, args, args.query, reach, ctx.session_id)
     if args.session_id is None:
         limit = args.limit or BROWSE_DEFAULT_LIMIT
-        listed = await catalog.recent(conn, reach, limit, ctx.session_id)
+        recent = await reader.recent_sessions(reach, limit)
+        listed = [catalog.summary(entry, ctx.session_id) for entry in recent]
         return {"success": True, "mode": "browse", "scope": args.scope, "sessions": listed}
-    row = await catalog.find(conn, args.session_id, reach)
-    if row is None:
+    card = await reader.session(args.session_id, reach)
+    if card is None:
         return _not_found(args.session_id, args.scope)
     if args.around_message_id is None:
-        body = await windows.whole(conn, row.id)
-        return {"success": True, "mode": "read", **catalog.describe(row), **body}
-    return await _scroll(conn, args, row.id, args.around_message_id, catalog.describe(row))
+        body = await windows.whole(reader, card.id)
+        return {"success": True, "mode": "read", **catalog.describe(card), **body}
+    return await _scroll(reader, args, card.id, args.around_message_id, catalog.describe(card))
 
 
 async def _scroll(
-    conn: AsyncConnection, args: SearchArgs, session_id: str, around: int, about: dict[str, Any]
+    reader: SearchReader, args: SearchArgs, session_id: str, around: int, about: dict[str, Any]
 ) -> dict[str, Any]:
-    if not await windows.has_message(conn, session_id, around):
+    if not await reader.has_message(session_id, around):
         return {
             "success": False,
             "error": f"Message {around} is not in session {session_id}; read the session "
             "without around_message_id to see its message ids.",
         }
-    shown = await windows.window(conn, session_id, around, args.window)
+    shown = await windows.window(reader, session_id, around, args.window)
     return {"success": True, "mode": "scroll", **about, "window": shown}
 
 
 async def _discover(
-    conn: AsyncConnection, args: SearchArgs, query: str, reach: Reach, current_id: str
+    reader: SearchReader, args: SearchArgs, query: str, reach: Reach, current_id: str
 ) -> dict[str, Any]:
     hits = await discover(
-        conn,
+        reader,
         query,
         reach,
         current_id=current_id,

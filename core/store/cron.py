@@ -13,11 +13,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, func, select, true
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.messages import ChatTarget
-from core.store.db import SessionDB
 from core.store.schema import cron_jobs, cron_runs
 from core.store.tx import Tx, insert_sql
+from core.store.writer import Writer
 
 RunStatus = Literal["running", "ok", "silent", "failed", "refused", "skipped"]
 CreatedBy = Literal["model", "cli"]
@@ -113,14 +114,15 @@ _FINISH_JOB = (
 class CronStore:
     """Every read and write of cron state; the service, the tool and the CLI share it."""
 
-    def __init__(self, db: SessionDB) -> None:
-        self._db = db
+    def __init__(self, read: AsyncEngine, writer: Writer) -> None:
+        self._read = read
+        self._writer = writer
 
     # -- jobs --------------------------------------------------------------------------
 
     async def add(self, job: CronJob) -> CronJob:
         row = _to_row(job)
-        await self._db.write(lambda tx: tx.execute(insert_sql("cron_jobs", list(row)), row))
+        await self._writer.run(lambda tx: tx.execute(insert_sql("cron_jobs", list(row)), row))
         return job
 
     async def get(self, job_id: str) -> CronJob | None:
@@ -133,7 +135,7 @@ class CronStore:
 
     async def count(self, origin: ChatTarget) -> int:
         query = select(func.count()).select_from(cron_jobs).where(*_origin_filter(origin))
-        async with self._db.engines.read.connect() as conn:
+        async with self._read.connect() as conn:
             return int((await conn.execute(query)).scalar_one())
 
     async def update(self, job_id: str, changes: Mapping[str, Any], at: float) -> bool:
@@ -147,7 +149,7 @@ class CronStore:
         }
         sets = ", ".join(f"{k} = :{k}" for k in params if k != "id")
         sql = f"UPDATE cron_jobs SET {sets} WHERE id = :id RETURNING id"
-        return bool(await self._db.write(lambda tx: tx.fetch(sql, params)))
+        return bool(await self._writer.run(lambda tx: tx.fetch(sql, params)))
 
     async def remove(self, job_id: str) -> bool:
         """Delete a job and its run history; False when it did not exist."""
@@ -157,7 +159,7 @@ class CronStore:
             tx.execute("DELETE FROM cron_runs WHERE job_id = :id", {"id": job_id})
             return bool(gone)
 
-        return await self._db.write(op)
+        return await self._writer.run(op)
 
     async def due(self, now: float) -> list[CronJob]:
         """Jobs not paused whose next run is at or before ``now``, earliest first."""
@@ -179,7 +181,7 @@ class CronStore:
 
     async def referenced_skills(self) -> set[str]:
         """Every skill any job names, paused or not: the Curator treats them as pinned."""
-        async with self._db.engines.read.connect() as conn:
+        async with self._read.connect() as conn:
             rows = (await conn.execute(select(cron_jobs.c.skills))).scalars().all()
         return {name for value in rows for name in _skills(value)}
 
@@ -204,7 +206,7 @@ class CronStore:
                 _finish(tx, run_id, job.id, instead, ran=0)
             return True
 
-        return await self._db.write(op)
+        return await self._writer.run(op)
 
     async def claim_run(self, job: CronJob, new_next: float | None, at: float) -> int | None:
         """Claim a due run and record it as running, in one transaction; its run id, or
@@ -216,7 +218,7 @@ class CronStore:
                 return None
             return _insert_run(tx, job.id, job.next_run_at, at, "running")
 
-        return await self._db.write(op)
+        return await self._writer.run(op)
 
     async def interrupt(self, run_id: int, job_id: str, end: RunEnd, due: float | None) -> None:
         """Record a run cut off by a shutdown and put it back on the schedule at ``due``."""
@@ -226,7 +228,7 @@ class CronStore:
             if due is not None:
                 tx.execute(_REQUEUE, {"id": job_id, "due": due})
 
-        await self._db.write(op)
+        await self._writer.run(op)
 
     async def recover_interrupted(self, at: float) -> int:
         """Runs left ``running`` by a crash: record them failed and requeue them."""
@@ -240,10 +242,10 @@ class CronStore:
                     tx.execute(_REQUEUE, {"id": row["job_id"], "due": row["scheduled_for"]})
             return len(rows)
 
-        return await self._db.write(op)
+        return await self._writer.run(op)
 
     async def finish_run(self, run_id: int, job_id: str, end: RunEnd) -> None:
-        await self._db.write(lambda tx: _finish(tx, run_id, job_id, end, ran=1))
+        await self._writer.run(lambda tx: _finish(tx, run_id, job_id, end, ran=1))
 
     async def runs(self, job_id: str, limit: int = 20) -> list[CronRun]:
         """A job's latest runs, newest first."""
@@ -253,7 +255,7 @@ class CronStore:
             .order_by(cron_runs.c.id.desc())
             .limit(limit)
         )
-        async with self._db.engines.read.connect() as conn:
+        async with self._read.connect() as conn:
             rows = (await conn.execute(query)).mappings().all()
         return [CronRun(**dict(row)) for row in rows]
 
@@ -265,7 +267,7 @@ class CronStore:
         query = query.order_by(cron_jobs.c.id)
         if limit is not None:
             query = query.limit(limit)
-        async with self._db.engines.read.connect() as conn:
+        async with self._read.connect() as conn:
             rows = (await conn.execute(query)).mappings().all()
         return [_to_job(dict(row)) for row in rows]
 

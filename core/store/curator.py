@@ -3,6 +3,8 @@
 Writes are ``Tx`` functions (portable SQL, group-committed); reads take an
 ``AsyncConnection``. The curator reads two things it does not own: the newest inbox row
 (the last time anyone wrote to the agent, in any chat) and the skills cron jobs attach.
+``CuratorStore`` is the repository the curator uses, holding the read engine and the
+writer; the readings it takes together share one connection.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.store.schema import cron_jobs, curator_runs, inbox, scheduler_state
 from core.store.tx import Tx, insert_sql
+from core.store.writer import Writer
 
 ARMED_AT = "curator.armed_at"
 PAUSED = "curator.paused"
@@ -59,6 +62,102 @@ class CuratorRun:
     backup_id: str | None
     counts: dict[str, Any]
     error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GateReadings:
+    """What the curator's gates are decided from, read at one moment."""
+
+    paused: bool
+    armed_at: str | None  # repr() of the unix time the first check armed the curator
+    last_real_run: CuratorRun | None
+    last_activity: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunLog:
+    """The run log as ``chatgate curator status`` summarises it, read at one moment."""
+
+    paused: bool
+    runs: int
+    dry_runs: int
+    last_run: CuratorRun | None
+    last_activity: float | None
+
+
+class CuratorStore:
+    """Every read and write of the curator's run log and scheduler flags."""
+
+    def __init__(self, read: AsyncEngine, writer: Writer) -> None:
+        self._read = read
+        self._writer = writer
+
+    async def gate_readings(self) -> GateReadings:
+        """The pause flag, the arming time, the last real pass and the last activity."""
+        async with self._read.connect() as conn:
+            paused = await get_state(conn, PAUSED) == "1"
+            armed = await get_state(conn, ARMED_AT)
+            last = await last_real_run(conn)
+            active_at = await last_activity(conn)
+        return GateReadings(paused, armed, last, active_at)
+
+    async def run_log(self) -> RunLog:
+        """The pause flag, the counts of real and dry passes, the newest pass and the
+        last activity."""
+        async with self._read.connect() as conn:
+            paused = await get_state(conn, PAUSED) == "1"
+            runs = await count_runs(conn, dry_run=False)
+            dry_runs = await count_runs(conn, dry_run=True)
+            recent = await recent_runs(conn, limit=1)
+            active_at = await last_activity(conn)
+        return RunLog(paused, runs, dry_runs, recent[0] if recent else None, active_at)
+
+    async def cron_skill_names(self) -> set[str]:
+        """Every skill any cron job attaches, paused jobs included."""
+        async with self._read.connect() as conn:
+            return await cron_skill_names(conn)
+
+    async def arm(self, at: float) -> str:
+        """Arm the curator at ``at`` unless it is armed; the arming time stored now."""
+        return await self._writer.run(lambda tx: set_state_if_absent(tx, ARMED_AT, repr(at), at))
+
+    async def set_paused(self, paused: bool, at: float) -> None:
+        """Pause or resume scheduled passes."""
+        value = "1" if paused else "0"
+        await self._writer.run(lambda tx: set_state(tx, PAUSED, value, at))
+
+    async def claim_pass(self, at: float, since: float) -> bool:
+        """Claim the scheduled pass unless a replica claimed one after ``since``."""
+        return await self._writer.run(lambda tx: claim_pass(tx, at, since))
+
+    async def start_run(self, at: float, trigger: str, dry_run: bool, consolidate: bool) -> int:
+        """Record a pass as ``running``; its run id."""
+        return await self._writer.run(lambda tx: start_run(tx, at, trigger, dry_run, consolidate))
+
+    async def finish_run(
+        self,
+        run_id: int,
+        *,
+        at: float,
+        status: str,
+        backup_id: str | None,
+        counts: Mapping[str, Any],
+        report: str,
+        error: str | None = None,
+    ) -> None:
+        """Record how a pass ended: its status, snapshot, counts, report and error."""
+        await self._writer.run(
+            lambda tx: finish_run(
+                tx,
+                run_id,
+                at=at,
+                status=status,
+                backup_id=backup_id,
+                counts=counts,
+                report=report,
+                error=error,
+            )
+        )
 
 
 # -- writes ---------------------------------------------------------------------------

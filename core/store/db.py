@@ -15,7 +15,10 @@ from core.store import inbox as inbox_ops
 from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
+from core.store.cron import CronStore
+from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
+from core.store.lineage_tree import LineageEntry, lineage_of
 from core.store.records import (
     Accepted,
     InboxItem,
@@ -25,6 +28,8 @@ from core.store.records import (
     StoredMessage,
     TurnOutcome,
 )
+from core.store.reviews import ReviewStore
+from core.store.search.reader import SearchStore
 from core.store.turns import write_turn
 from core.store.writer import (
     BatchRunner,
@@ -39,25 +44,34 @@ from core.store.writer import (
 class SessionDB:
     """Sessions, transcripts, inbox and outbox of one chatgate profile.
 
-    Use as an async context manager; the schema must already be migrated.
+    Use as an async context manager; the schema must already be migrated. The
+    repositories of the features that keep state here are attributes, built once:
+    ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
+    (background reviews), ``curator`` (the skills curator's run log and flags) and
+    ``cron`` (scheduled prompts and their runs). The engines are private: every SQL
+    statement lives in ``core/store``.
     """
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
-        self.engines: Engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
+        self._engines: Engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
         path = sqlite_path(url)
         runner: BatchRunner = (
             SqliteRunner(path, busy_timeout_ms=busy_timeout_ms)
             if path is not None
-            else SqlAlchemyRunner(self.engines.write)
+            else SqlAlchemyRunner(self._engines.write)
         )
         self._writer = GroupWriter(runner, max_batch=max_batch)
         self._stack = AsyncExitStack()
+        self.search = SearchStore(self._engines.read)
+        self.reviews = ReviewStore(self._engines.read, self._writer)
+        self.curator = CuratorStore(self._engines.read, self._writer)
+        self.cron = CronStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:
             await self._stack.enter_async_context(self._writer)
         except BaseException:
-            await self.engines.dispose()
+            await self._engines.dispose()
             raise
         return self
 
@@ -70,7 +84,7 @@ class SessionDB:
         try:
             await self._stack.aclose()
         finally:
-            await self.engines.dispose()
+            await self._engines.dispose()
 
     @property
     def commits(self) -> int:
@@ -84,7 +98,7 @@ class SessionDB:
     async def ping(self) -> None:
         """Raise if the database cannot be reached."""
         try:
-            async with self.engines.read.connect() as conn:
+            async with self._engines.read.connect() as conn:
                 await conn.execute(text("SELECT 1"))
         except (SQLAlchemyError, OSError) as exc:
             raise StoreError(f"SessionDB unreachable: {exc.__class__.__name__}") from exc
@@ -94,35 +108,46 @@ class SessionDB:
         return await self.write(lambda c: inbox_ops.accept(c, msg, key))
 
     async def pending_inbox(self, up_to: int | None = None) -> list[InboxItem]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await inbox_ops.pending(conn, up_to)
 
     async def newest_inbox_id(self) -> int:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await inbox_ops.newest_id(conn)
 
     async def last_seen(
         self, platform: str, since: float, until: float, limit: int = 500
     ) -> list[LastSeen]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await inbox_ops.last_seen(conn, platform, since, until, limit)
 
     async def inbox_item(self, inbox_id: int) -> InboxItem | None:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await inbox_ops.get(conn, inbox_id)
 
     # sessions
     async def active_session(self, key: str) -> SessionRow | None:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await session_ops.active(conn, key)
 
     async def session(self, session_id: str) -> SessionRow | None:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await session_ops.get(conn, session_id)
 
     async def recent_sessions(self, limit: int = 20) -> list[SessionRow]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await session_ops.recent(conn, limit)
+
+    async def active_session_count(self) -> int:
+        """How many sessions are open right now, in every chat (for ``chatgate status``)."""
+        async with self._engines.read.connect() as conn:
+            return await session_ops.count_active(conn)
+
+    async def lineage(self, session_id: str) -> list[LineageEntry]:
+        """The session's compaction family: its ancestors from the root down, then its
+        descendants depth-first, each with its depth and stored message count."""
+        async with self._engines.read.connect() as conn:
+            return await lineage_of(conn, session_id)
 
     async def open_session(self, new: SessionRow) -> SessionRow:
         return await self.write(lambda c: session_ops.open_session(c, new))
@@ -138,11 +163,11 @@ class SessionDB:
         await self.write(lambda tx: lineage.record_detached(tx, row, messages))
 
     async def history(self, session_id: str) -> list[StoredMessage]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await session_ops.history(conn, session_id)
 
     async def tool_results(self, session_id: str, tool_name: str) -> list[str | None]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await session_ops.tool_results(conn, session_id, tool_name)
 
     # turns and replies
@@ -158,13 +183,13 @@ class SessionDB:
         )
 
     async def replies_for(self, inbox_id: int) -> list[OutboundMessage]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await outbox_ops.for_inbox(conn, inbox_id)
 
     async def replies_after(
         self, *, platform: str, route: str | None, chat_id: str, after: int, limit: int = 100
     ) -> list[OutboundMessage]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await outbox_ops.for_chat_after(
                 conn, platform=platform, route=route, chat_id=chat_id, after=after, limit=limit
             )
@@ -172,7 +197,7 @@ class SessionDB:
     async def pending_replies(
         self, platform: str, limit: int = 100, after: int = 0
     ) -> list[OutboundMessage]:
-        async with self.engines.read.connect() as conn:
+        async with self._engines.read.connect() as conn:
             return await outbox_ops.pending_for(conn, platform, limit, after)
 
     async def note_parts_sent(self, outbox_id: int, parts: int) -> None:

@@ -1,4 +1,9 @@
-"""Background review rows: the audit trail and the marks the review cadence counts from."""
+"""Background review rows: the audit trail and the marks the review cadence counts from.
+
+Writes are ``Tx`` functions (portable SQL, group-committed), reads take an
+``AsyncConnection``; ``ReviewStore`` is the repository the review service and
+``chatgate status`` use, holding the read engine and the writer.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.store.schema import reviews
 from core.store.tx import Tx, insert_sql
+from core.store.writer import Writer
 
 _SCHEDULE = insert_sql(
     "reviews",
@@ -57,6 +63,56 @@ class ReviewOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
+
+
+class ReviewStore:
+    """Every read and write of ``reviews`` rows."""
+
+    def __init__(self, read: AsyncEngine, writer: Writer) -> None:
+        self._read = read
+        self._writer = writer
+
+    async def schedule(
+        self, *, session_id: str, session_key: str, kinds: str, at_message_count: int, at: float
+    ) -> int:
+        """Record a review as ``scheduled``; its id."""
+        return await self._writer.run(
+            lambda tx: schedule(
+                tx,
+                session_id=session_id,
+                session_key=session_key,
+                kinds=kinds,
+                at_message_count=at_message_count,
+                at=at,
+            )
+        )
+
+    async def start(self, review_id: int, at: float, *, resume: bool = False) -> bool:
+        """Mark the review running; False when another process already started it
+        (``resume`` also takes one left ``running`` by a process that stopped)."""
+        return await self._writer.run(lambda tx: start(tx, review_id, at, resume=resume))
+
+    async def finish(self, review_id: int, outcome: ReviewOutcome) -> None:
+        """Record how the review ended, with its changes and transcript."""
+        await self._writer.run(lambda tx: finish(tx, review_id, outcome))
+
+    async def marks(self, session_id: str) -> dict[str, int]:
+        """Per kind, the transcript length when the session's last review of it was
+        scheduled."""
+        async with self._read.connect() as conn:
+            return await marks(conn, session_id)
+
+    async def unfinished(self) -> list[ReviewRow]:
+        """Reviews scheduled (or started) before a restart that never finished, oldest
+        first."""
+        async with self._read.connect() as conn:
+            return await unfinished(conn)
+
+    async def count_done(self) -> int:
+        """How many reviews finished ``done``, over every session."""
+        stmt = select(func.count()).select_from(reviews).where(reviews.c.status == "done")
+        async with self._read.connect() as conn:
+            return int((await conn.execute(stmt)).scalar_one())
 
 
 def schedule(

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.store.records import SessionRow, StoredMessage
@@ -95,6 +95,12 @@ async def tool_results(conn: AsyncConnection, session_id: str, tool_name: str) -
         .order_by(messages.c.id)
     )
     return [r.content for r in rows]
+
+
+async def count_active(conn: AsyncConnection) -> int:
+    """How many sessions are open (not ended), over every key."""
+    stmt = select(func.count()).select_from(sessions).where(sessions.c.ended_at.is_(None))
+    return int((await conn.execute(stmt)).scalar_one())
 
 
 async def recent(conn: AsyncConnection, limit: int) -> list[SessionRow]:

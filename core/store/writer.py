@@ -37,6 +37,12 @@ WriteOp = Callable[[Tx], T]
 log = logging.getLogger(__name__)
 
 
+class Writer(Protocol):
+    """What a repository needs in order to write: ``op`` committed, its result returned."""
+
+    async def run(self, op: WriteOp[T]) -> T: ...
+
+
 class BatchRunner(Protocol):
     """Runs a list of operations in one transaction and returns their results."""
 

@@ -8,7 +8,8 @@ The gateway serves many people, so a search never crosses into another person's 
   direct session is one whose ``user_id`` is the caller's and whose ``chat_id`` equals
   that ``user_id`` (how adapters key one-to-one chats), not a per-user session inside a
   group. User ids are not linked across platforms, so an equal id elsewhere may be
-  another person and is never searched. ``core.search.engine`` applies the same rule.
+  another person and is never searched. ``core.store.search.matches`` applies the same
+  rule.
 - ``all``: every session; only with ``search.allow_global`` (a single-owner deployment)
   or for the people listed in ``search.owners``.
 """

@@ -13,7 +13,7 @@ Scopes (the caller decides which one the asking person may use):
 - ``user``: ``chat`` plus the asking user's direct chats on the same platform
   (sessions where ``user_id`` is the user and ``chat_id == user_id``, i.e. not a group).
   User ids are not linked across platforms, so no other platform is searched: an equal
-  id elsewhere may be another person. ``core.search.access.visible`` is the same rule
+  id elsewhere may be another person. ``core.store.search.access.visible`` is the same rule
   for the other ``session_search`` modes.
 - ``all``: every session.
 """

@@ -1,0 +1,51 @@
+"""The SessionDB schema's revision: brought up to date, and read back for ``chatgate db``.
+
+The store's door to the Alembic migrations (``migrations/runner.py``): callers outside
+the store hand over a database URL and never build an engine themselves. Each call
+opens its own short-lived engines, since it runs before (or without) a SessionDB.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from core.errors import StoreError
+from core.store.engine import create_engines
+from core.store.location import redacted_url
+from migrations.runner import current_revision, head_revision, upgrade
+
+
+async def upgrade_schema(url: str, *, busy_timeout_ms: int = 5000) -> None:
+    """Bring the schema of the database at ``url`` up to this build's newest revision.
+
+    Raises ``StoreError`` with one line (the database, its password hidden, and the root
+    cause) when the database cannot be opened or migrated.
+    """
+    engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
+    try:
+        await upgrade(engines.write)
+    except (SQLAlchemyError, OSError) as exc:
+        where = redacted_url(url)
+        raise StoreError(f"cannot open the SessionDB at {where}: {_reason(exc)}") from exc
+    finally:
+        await engines.dispose()
+
+
+async def schema_revision(url: str) -> str | None:
+    """The revision the database at ``url`` is at, or None before the first migration."""
+    engines = create_engines(url)
+    try:
+        return await current_revision(engines.read)
+    finally:
+        await engines.dispose()
+
+
+def code_revision() -> str | None:
+    """The newest revision this build of chatgate knows."""
+    return head_revision()
+
+
+def _reason(exc: BaseException) -> str:
+    # The driver's own error (the cause) says what is wrong; SQLAlchemy's wrapper adds noise.
+    root = exc.__cause__ or exc.__context__ or exc
+    return f"{root.__class__.__name__}: {root}".splitlines()[0]
