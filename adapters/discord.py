@@ -44,6 +44,7 @@ from adapters.discord_watchdog import Watchdog
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.messages import OutboundMessage
+from core.retry import Backoff
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,10 @@ DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg/"
 # (its default, 2 s, is meant for member chunking, which this adapter does not use).
 GUILD_READY_SECONDS = 0.5
 CATCH_UP_RETRY_SECONDS = 5.0
+CATCH_UP_MAX_SECONDS = 300.0
+# Pauses between fresh clients while Discord cannot be reached.
+RECONNECT_FIRST_SECONDS = 1.0
+RECONNECT_MAX_SECONDS = 60.0
 LIVE_HOLD_SECONDS = 10.0  # the longest a live message waits for the catch-up
 
 
@@ -118,7 +123,7 @@ class DiscordAdapter:
         self._caught_up.set()
         self._catch_up_wanted: float | None = None
         self._catch_up_channels: set[int] = set()
-        self._pause = 1.0
+        self._backoff = Backoff(RECONNECT_FIRST_SECONDS, RECONNECT_MAX_SECONDS)
         self.healthy = False
 
     # lifecycle
@@ -200,11 +205,9 @@ class DiscordAdapter:
                     log.warning("discord: the connection was cancelled; reconnecting")
             except Exception as exc:  # any failure: log it, wait, start afresh
                 self._lost()
-                log.warning(
-                    "discord: connection lost (%s); reconnecting in %.0f s", exc, self._pause
-                )
-                await asyncio.sleep(self._pause)
-                self._pause = min(self._pause * 2, 60.0)
+                pause = self._backoff.next()
+                log.warning("discord: connection lost (%s); reconnecting in %.0f s", exc, pause)
+                await asyncio.sleep(pause)
             await self._replace_client()
             logged_in = False
 
@@ -261,7 +264,7 @@ class DiscordAdapter:
 
     def _connected(self) -> None:
         self._watchdog.heard()
-        self._pause = 1.0
+        self._backoff.reset()
         self.healthy = True
         if self.options.gateway_url != DEFAULT_GATEWAY_URL and self._client.ws is not None:
             # Resume through the configured proxy too, not the URL READY names.
@@ -316,7 +319,7 @@ class DiscordAdapter:
     async def _catch_up_loop(self, delay: float) -> None:
         assert self._catch_up is not None
         assert self._inbox is not None
-        pause = CATCH_UP_RETRY_SECONDS
+        backoff = Backoff(CATCH_UP_RETRY_SECONDS, CATCH_UP_MAX_SECONDS)
         try:
             if delay:
                 await asyncio.sleep(delay)  # let whatever failed (the database?) recover
@@ -325,14 +328,14 @@ class DiscordAdapter:
                 channels, self._catch_up_channels = self._catch_up_channels, set()
                 try:
                     await self._catch_up.run(self._inbox, lost_at, channels)
-                    pause = CATCH_UP_RETRY_SECONDS
+                    backoff.reset()
                 except Exception as exc:
                     self._caught_up.set()  # do not hold live messages through retries
+                    pause = backoff.next()
                     log.warning("discord: catch-up incomplete (%s); again in %.0f s", exc, pause)
                     self._schedule_catch_up(lost_at, delay=0.0)
                     self._catch_up_channels |= channels
                     await asyncio.sleep(pause)
-                    pause = min(pause * 2, 300.0)
                 self._caught_up.set()
         finally:
             self._catching_up = False
