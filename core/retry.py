@@ -126,15 +126,18 @@ async def retry_async(
     *,
     policy: RetryPolicy,
     retry_on: tuple[type[BaseException], ...],
+    should_retry: Callable[[BaseException], bool] | None = None,
     on_retry: RetryHook | None = None,
     sleep: Sleep = asyncio.sleep,
     jitter: Jitter = random.uniform,
 ) -> T:
     """Await ``fn()`` and retry it on ``retry_on`` errors as ``policy`` allows.
 
-    ``on_retry(retry_number, error, delay)`` runs before each pause (``retry_number``
-    starts at 1). ``sleep`` and ``jitter`` are injectable so tests never really wait.
-    When retries run out, the last error is re-raised as it was.
+    ``should_retry(error)``, when given, can refuse a retry the error's type allows
+    (the error is then re-raised at once). ``on_retry(retry_number, error, delay)`` runs
+    before each pause (``retry_number`` starts at 1). ``sleep`` and ``jitter`` are
+    injectable so tests never really wait. When retries run out, the last error is
+    re-raised as it was.
     """
     retry_number = 0
     while True:
@@ -143,6 +146,8 @@ async def retry_async(
         except retry_on as exc:
             retry_number += 1
             if retry_number > policy.attempts:
+                raise
+            if should_retry is not None and not should_retry(exc):
                 raise
             delay = retry_delay(policy, retry_number, exc, jitter)
             if on_retry is not None:

@@ -141,6 +141,22 @@ async def test_on_retry_sees_number_error_and_delay() -> None:
     assert seen == [(1, "a", 1.0), (2, "b", 2.0)]
 
 
+async def test_should_retry_can_refuse_a_retry_the_type_allows() -> None:
+    sleep = FakeSleep()
+    final = ProviderUnavailable("final")
+    call = ScriptedCall("ok", [ProviderUnavailable("first"), final])
+    with pytest.raises(ProviderUnavailable, match="final"):
+        await retry_async(
+            call,
+            policy=POLICY,
+            retry_on=(ProviderUnavailable,),
+            should_retry=lambda error: error is not final,
+            sleep=sleep,
+        )
+    assert call.calls == 2
+    assert len(sleep.delays) == 1
+
+
 def test_policy_rejects_negative_values() -> None:
     with pytest.raises(ValueError, match="attempts"):
         RetryPolicy(attempts=-1, base_seconds=1.0, max_seconds=1.0)
