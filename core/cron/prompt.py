@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from core.errors import PromptRefused
 from core.memory.threats import scan
 from core.skills.library import SKILL_FILE, skill_folders, split_frontmatter
 from core.skills.manage import find_skill
@@ -26,14 +27,6 @@ CRON_RUN_GUIDANCE = (
     "When there is nothing worth reporting, start your answer with [SILENT] and nothing is "
     "sent."
 )
-
-
-class PromptRefused(Exception):
-    """The run must not go ahead; ``reason`` is said to the job's target."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

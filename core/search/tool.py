@@ -13,16 +13,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.errors import ToolArgumentError
 from core.models.base import ToolSpec
 from core.search import catalog, windows
 from core.search.access import SCOPE_MODES, Reach
-from core.search.arguments import (
-    BROWSE_DEFAULT_LIMIT,
-    DETAILS,
-    ArgumentError,
-    SearchArgs,
-    parse,
-)
+from core.search.arguments import BROWSE_DEFAULT_LIMIT, DETAILS, SearchArgs, parse
 from core.search.discovery import discover
 from core.tools import ToolContext
 
@@ -80,7 +75,7 @@ class SessionSearchTool:
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         try:
             parsed = parse(args)
-        except ArgumentError as exc:
+        except ToolArgumentError as exc:
             return _error(str(exc))
         owner = f"{ctx.platform}:{ctx.user_id}" in self._owners
         if parsed.scope == "all" and not (self._allow_global or owner):

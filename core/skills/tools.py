@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
+from core.errors import SkillRefused
 from core.models.base import ToolSpec
 from core.skills import index
 from core.skills.approval import SkillApprovals
@@ -22,7 +23,7 @@ from core.skills.library import Library, load_library
 from core.skills.manage import manage_skills
 from core.skills.provenance import current_origin, record_results
 from core.skills.usage import SkillUsage
-from core.skills.validate import SKILL_FILE, SkillRefused, supporting_path
+from core.skills.validate import SKILL_FILE, supporting_path
 from core.tools import ToolContext
 
 SUPPORT_FOLDERS = ("references", "templates", "scripts", "assets")
