@@ -171,10 +171,7 @@ class CronJobs:
             raise CronError(str(exc)) from exc
 
     async def _checked_skills(self, names: Sequence[str]) -> list[str]:
-        try:
-            return await asyncio.to_thread(check_skill_names, self.skills_dir, list(names))
-        except ValueError as exc:
-            raise CronError(str(exc)) from exc
+        return await asyncio.to_thread(check_skill_names, self.skills_dir, list(names))
 
 
 def _checked_prompt(prompt: str) -> str:
