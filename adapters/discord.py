@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import discord
@@ -89,6 +90,43 @@ def intents(message_content: bool) -> discord.Intents:
     return chosen
 
 
+class RetiringClient(discord.Client):
+    """A ``discord.Client`` that, once retired, dispatches no event.
+
+    discord.py holds ``on_ready`` back in a task of its own until no GUILD_CREATE came
+    for ``guild_ready_timeout``, and ``close()`` leaves that task running: a client
+    closed right after READY (a stop, a replaced client) would still dispatch
+    ``on_ready`` to an adapter that has moved on. Every event goes through the public
+    ``dispatch``, so that is where a retired client goes quiet; ``settled`` waits for
+    the held-back READY (which dispatches "connect" first and "ready" last) to be over.
+    """
+
+    def __init__(self, *, intents: discord.Intents, guild_ready_timeout: float) -> None:
+        self._retired = False
+        self._ready_settled = asyncio.Event()  # clear while a READY waits for its guilds
+        self._ready_settled.set()
+        self._hold_seconds = guild_ready_timeout
+        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout)
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        if event == "connect":
+            self._ready_settled.clear()
+        elif event == "ready":
+            self._ready_settled.set()
+        if not self._retired:
+            super().dispatch(event, *args, **kwargs)
+
+    def retire(self) -> None:
+        """From now on, dispatch nothing (call it before ``close()``)."""
+        self._retired = True
+
+    async def settled(self) -> None:
+        """Return once discord.py no longer holds a READY back (bounded by its timeout)."""
+        # After close() no GUILD_CREATE arrives, so the wait ends within one timeout.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready_settled.wait(), 2 * self._hold_seconds)
+
+
 Tree = app_commands.CommandTree[discord.Client]
 
 
@@ -127,8 +165,8 @@ class DiscordAdapter:
         self.healthy = False
 
     # lifecycle
-    def _new_client(self) -> tuple[discord.Client, Tree]:
-        client = discord.Client(
+    def _new_client(self) -> tuple[RetiringClient, Tree]:
+        client = RetiringClient(
             intents=intents(self._message_content), guild_ready_timeout=GUILD_READY_SECONDS
         )
         tree: Tree = app_commands.CommandTree(client)
@@ -213,10 +251,11 @@ class DiscordAdapter:
 
     async def _replace_client(self) -> None:
         self._lost()
-        _cancel_ready_wait()
+        self._client.retire()
         with contextlib.suppress(Exception):
             # Shielded: a stop() meanwhile must not leave this client half closed.
             await asyncio.shield(self._client.close())
+        await self._client.settled()
         self._client, self._tree = self._new_client()
         self._install_commands()
         self._healing = False
@@ -236,9 +275,10 @@ class DiscordAdapter:
         # Our tasks first: a connection cancelled mid-read closes quietly, where one
         # closed under discord.py would dispatch events to a client already gone.
         await self._tasks.close()
-        _cancel_ready_wait()
+        self._client.retire()
         with contextlib.suppress(asyncio.CancelledError):  # a close already under way
             await self._client.close()
+        await self._client.settled()  # no discord.py task outlives the client
 
     # gateway events
     async def on_ready(self) -> None:
@@ -345,12 +385,3 @@ class DiscordAdapter:
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
         return await self._replies.send(msg)
-
-
-def _cancel_ready_wait() -> None:
-    """Cancel discord.py's wait for guilds before on_ready: it outlives ``close()`` and
-    would dispatch ``on_ready`` to a closed client (a stop right after connecting)."""
-    for task in asyncio.all_tasks():
-        coro = task.get_coro()
-        if getattr(coro, "__qualname__", "").endswith("ConnectionState._delay_ready"):
-            task.cancel()
