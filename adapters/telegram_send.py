@@ -109,7 +109,8 @@ def fallbacks(chunk: Chunk, thread: int | None) -> list[tuple[Chunk, int | None]
     forum thread, tried with the formatting again), then nothing is left and the reply
     is ``Undeliverable``. The cost: a request refused for another reason (no right to
     write, an unknown chat) takes up to three more sends before giving up; a refused
-    send posts nothing, so no message is sent twice.
+    send posts nothing, so no message is sent twice. And a topic that refuses the bot
+    but still exists (closed) gets its reply in the chat itself rather than none.
     """
     chunks = [chunk, plain_chunk(chunk)] if chunk.entities else [chunk]
     threads = [thread, None] if thread is not None else [None]
