@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import discord
@@ -46,6 +47,7 @@ from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import OutboundMessage
+from core.retry import Backoff
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,10 @@ DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg/"
 # (its default, 2 s, is meant for member chunking, which this adapter does not use).
 GUILD_READY_SECONDS = 0.5
 CATCH_UP_RETRY_SECONDS = 5.0
+CATCH_UP_MAX_SECONDS = 300.0
+# Pauses between fresh clients while Discord cannot be reached.
+RECONNECT_FIRST_SECONDS = 1.0
+RECONNECT_MAX_SECONDS = 60.0
 LIVE_HOLD_SECONDS = 10.0  # the longest a live message waits for the catch-up
 
 
@@ -84,6 +90,43 @@ def intents(message_content: bool) -> discord.Intents:
     chosen.dm_messages = True
     chosen.message_content = message_content
     return chosen
+
+
+class RetiringClient(discord.Client):
+    """A ``discord.Client`` that, once retired, dispatches no event.
+
+    discord.py holds ``on_ready`` back in a task of its own until no GUILD_CREATE came
+    for ``guild_ready_timeout``, and ``close()`` leaves that task running: a client
+    closed right after READY (a stop, a replaced client) would still dispatch
+    ``on_ready`` to an adapter that has moved on. Every event goes through the public
+    ``dispatch``, so that is where a retired client goes quiet; ``settled`` waits for
+    the held-back READY (which dispatches "connect" first and "ready" last) to be over.
+    """
+
+    def __init__(self, *, intents: discord.Intents, guild_ready_timeout: float) -> None:
+        self._retired = False
+        self._ready_settled = asyncio.Event()  # clear while a READY waits for its guilds
+        self._ready_settled.set()
+        self._hold_seconds = guild_ready_timeout
+        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout)
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        if event == "connect":
+            self._ready_settled.clear()
+        elif event == "ready":
+            self._ready_settled.set()
+        if not self._retired:
+            super().dispatch(event, *args, **kwargs)
+
+    def retire(self) -> None:
+        """From now on, dispatch nothing (call it before ``close()``)."""
+        self._retired = True
+
+    async def settled(self) -> None:
+        """Return once discord.py no longer holds a READY back (bounded by its timeout)."""
+        # After close() no GUILD_CREATE arrives, so the wait ends within one timeout.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready_settled.wait(), 2 * self._hold_seconds)
 
 
 Tree = app_commands.CommandTree[discord.Client]
@@ -120,12 +163,12 @@ class DiscordAdapter:
         self._caught_up.set()
         self._catch_up_wanted: float | None = None
         self._catch_up_channels: set[int] = set()
-        self._pause = 1.0
+        self._backoff = Backoff(RECONNECT_FIRST_SECONDS, RECONNECT_MAX_SECONDS)
         self.healthy = False
 
     # lifecycle
-    def _new_client(self) -> tuple[discord.Client, Tree]:
-        client = discord.Client(
+    def _new_client(self) -> tuple[RetiringClient, Tree]:
+        client = RetiringClient(
             intents=intents(self._message_content), guild_ready_timeout=GUILD_READY_SECONDS
         )
         tree: Tree = app_commands.CommandTree(client)
@@ -205,20 +248,19 @@ class DiscordAdapter:
                     log.warning("discord: the connection was cancelled; reconnecting")
             except Exception as exc:  # any failure: log it, wait, start afresh
                 self._lost()
-                log.warning(
-                    "discord: connection lost (%s); reconnecting in %.0f s", exc, self._pause
-                )
-                await asyncio.sleep(self._pause)
-                self._pause = min(self._pause * 2, 60.0)
+                pause = self._backoff.next()
+                log.warning("discord: connection lost (%s); reconnecting in %.0f s", exc, pause)
+                await asyncio.sleep(pause)
             await self._replace_client()
             logged_in = False
 
     async def _replace_client(self) -> None:
         self._lost()
-        _cancel_ready_wait()
+        self._client.retire()
         with contextlib.suppress(Exception):
             # Shielded: a stop() meanwhile must not leave this client half closed.
             await asyncio.shield(self._client.close())
+        await self._client.settled()
         self._client, self._tree = self._new_client()
         self._install_commands()
         self._healing = False
@@ -238,9 +280,10 @@ class DiscordAdapter:
         # Our tasks first: a connection cancelled mid-read closes quietly, where one
         # closed under discord.py would dispatch events to a client already gone.
         await self._tasks.close()
-        _cancel_ready_wait()
+        self._client.retire()
         with contextlib.suppress(asyncio.CancelledError):  # a close already under way
             await self._client.close()
+        await self._client.settled()  # no discord.py task outlives the client
 
     # gateway events
     async def on_ready(self) -> None:
@@ -266,7 +309,7 @@ class DiscordAdapter:
 
     def _connected(self) -> None:
         self._watchdog.heard()
-        self._pause = 1.0
+        self._backoff.reset()
         self.healthy = True
         if self.options.gateway_url != DEFAULT_GATEWAY_URL and self._client.ws is not None:
             # Resume through the configured proxy too, not the URL READY names.
@@ -321,7 +364,7 @@ class DiscordAdapter:
     async def _catch_up_loop(self, delay: float) -> None:
         assert self._catch_up is not None
         assert self._inbox is not None
-        pause = CATCH_UP_RETRY_SECONDS
+        backoff = Backoff(CATCH_UP_RETRY_SECONDS, CATCH_UP_MAX_SECONDS)
         try:
             if delay:
                 await asyncio.sleep(delay)  # let whatever failed (the database?) recover
@@ -330,14 +373,14 @@ class DiscordAdapter:
                 channels, self._catch_up_channels = self._catch_up_channels, set()
                 try:
                     await self._catch_up.run(self._inbox, lost_at, channels)
-                    pause = CATCH_UP_RETRY_SECONDS
+                    backoff.reset()
                 except Exception as exc:
                     self._caught_up.set()  # do not hold live messages through retries
+                    pause = backoff.next()
                     log.warning("discord: catch-up incomplete (%s); again in %.0f s", exc, pause)
                     self._schedule_catch_up(lost_at, delay=0.0)
                     self._catch_up_channels |= channels
                     await asyncio.sleep(pause)
-                    pause = min(pause * 2, 300.0)
                 self._caught_up.set()
         finally:
             self._catching_up = False
@@ -347,12 +390,3 @@ class DiscordAdapter:
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
         return await self._replies.send(msg)
-
-
-def _cancel_ready_wait() -> None:
-    """Cancel discord.py's wait for guilds before on_ready: it outlives ``close()`` and
-    would dispatch ``on_ready`` to a closed client (a stop right after connecting)."""
-    for task in asyncio.all_tasks():
-        coro = task.get_coro()
-        if getattr(coro, "__qualname__", "").endswith("ConnectionState._delay_ready"):
-            task.cancel()

@@ -33,6 +33,7 @@ import aiohttp
 import discord
 
 from adapters.discord_messages import Access
+from core.errors import CatchUpIncomplete
 from core.inbox import Inbox
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,6 @@ CANDIDATE_DAYS = 7
 MAX_CHATS = 500
 MAX_TRIES = 3  # a message that cannot be stored this often is skipped (and logged)
 PLATFORM = "discord"
-
-
-class Incomplete(Exception):
-    """A catch-up pass left something unread or unstored; it should run again."""
 
 
 class Ingest(Protocol):
@@ -84,7 +81,7 @@ class CatchUp:
         """Read what arrived after the newest message stored before ``lost_at`` (looking
         in ``channels`` too); return how many history messages were handed over.
 
-        Every channel is tried; ``Incomplete`` is raised at the end if one could not be
+        Every channel is tried; ``CatchUpIncomplete`` is raised at the end if one could not be
         read or one of its messages stored, so the caller tries the pass again.
         """
         async with self._lock:  # one pass at a time
@@ -99,13 +96,18 @@ class CatchUp:
                     seen += await self._read(channel_id, after)
                 except (discord.Forbidden, discord.NotFound) as exc:
                     log.info("discord: no catch-up in channel %s: %s", channel_id, exc)
-                except (discord.HTTPException, aiohttp.ClientError, OSError, Incomplete) as exc:
+                except (
+                    discord.HTTPException,
+                    aiohttp.ClientError,
+                    OSError,
+                    CatchUpIncomplete,
+                ) as exc:
                     log.warning("discord: catch-up in channel %s failed: %s", channel_id, exc)
                     failed.append(channel_id)
             if seen:
                 log.info("discord: caught up on %d messages in %d channels", seen, len(starts))
             if failed:
-                raise Incomplete(f"{len(failed)} channels to read again")
+                raise CatchUpIncomplete(f"{len(failed)} channels to read again")
             return seen
 
     async def _starts(self, inbox: Inbox, lost_at: float, cutoff: int) -> dict[int, int]:
@@ -168,7 +170,7 @@ class CatchUp:
                 if tries < MAX_TRIES:
                     self._failures[message.id] = tries
                     # Stop this channel here: its later messages must not overtake it.
-                    raise Incomplete(f"message {message.id} not stored: {exc}") from exc
+                    raise CatchUpIncomplete(f"message {message.id} not stored: {exc}") from exc
                 log.exception("discord: message %s could not be stored; skipped", message.id)
             self._failures.pop(message.id, None)
         return len(missed)

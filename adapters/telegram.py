@@ -64,6 +64,7 @@ from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import Attachment, InboundMessage, OutboundMessage
+from core.retry import Backoff
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,10 @@ log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ["message", "edited_message"]
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 TYPING_EVERY_SECONDS = 4.0
+# Pauses between tries while the Bot API cannot be reached or refuses polling.
+CONNECT_FIRST_SECONDS = 2.0
+POLL_FIRST_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 60.0
 REFUSAL = (
     "Sorry, I can only talk with people this bot's owner has allowed. "
     "Ask them to add you (telegram.allowed_users)."
@@ -151,9 +156,9 @@ class TelegramAdapter:
             self._tasks.spawn(self._connect_later(inbox), name="connect")
 
     async def _connect_later(self, inbox: Inbox) -> None:
-        pause = 2.0
+        backoff = Backoff(CONNECT_FIRST_SECONDS, BACKOFF_MAX_SECONDS)
         while True:
-            await asyncio.sleep(pause)  # backoff between connection attempts
+            await asyncio.sleep(backoff.next())  # backoff between connection attempts
             try:
                 await self._connect(inbox)
                 return
@@ -162,7 +167,6 @@ class TelegramAdapter:
                 return
             except (NetworkError, TelegramError) as exc:
                 log.warning("telegram: still cannot reach the Bot API: %s", exc)
-                pause = min(pause * 2, 60.0)
 
     async def _connect(self, inbox: Inbox) -> None:
         await self._bot.initialize()
@@ -204,7 +208,7 @@ class TelegramAdapter:
     # polling
     async def _poll(self) -> None:
         offset: int | None = None
-        pause = 1.0
+        backoff = Backoff(POLL_FIRST_SECONDS, BACKOFF_MAX_SECONDS)
         while True:
             try:
                 updates = await self._bot.get_updates(
@@ -214,22 +218,22 @@ class TelegramAdapter:
                 )
             except Conflict:
                 self.healthy = False
+                pause = backoff.next()
                 log.error(  # noqa: TRY400 - the traceback says nothing the message does not
                     "telegram: another process is polling this bot token (409 Conflict); "
                     "stop it or use webhook mode. Retrying in %.0f s",
                     pause,
                 )
                 await asyncio.sleep(pause)
-                pause = min(pause * 2, 60.0)
                 continue
             except RetryAfter as exc:
                 await asyncio.sleep(retry_seconds(exc))
                 continue
             except (NetworkError, TelegramError) as exc:
                 self.healthy = False
+                pause = backoff.next()
                 log.warning("telegram: getUpdates failed (%s); retrying in %.0f s", exc, pause)
                 await asyncio.sleep(pause)
-                pause = min(pause * 2, 60.0)
                 continue
             stored_all = True
             for update in updates:
@@ -243,10 +247,9 @@ class TelegramAdapter:
                 offset = update.update_id + 1
             self.healthy = stored_all
             if stored_all:
-                pause = 1.0
+                backoff.reset()
             else:
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 60.0)
+                await asyncio.sleep(backoff.next())
 
     # webhook
     async def post_update(self, path: str, request: Request) -> Response:

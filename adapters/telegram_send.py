@@ -1,9 +1,9 @@
 """Sending one reply to Telegram: Markdown to formatted chunks, each sent at most once.
 
 A reply becomes one message per chunk (``adapters.telegram_format``). A chunk whose
-formatting Telegram rejects is resent plain, a vanished topic falls back to the chat,
-``RetryAfter`` is waited out; a blocked bot or another permanent refusal makes the
-reply ``Undeliverable`` (and the chat is not tried again until the person writes),
+formatting Telegram rejects is resent plain, a vanished topic falls back to the chat
+(``fallbacks``), ``RetryAfter`` is waited out; a blocked bot or another permanent refusal
+makes the reply ``Undeliverable`` (and the chat is not tried again until the person writes),
 anything else a ``DeliveryError`` the outbox retries. Chunks already sent before a
 failure are skipped on the retry, after a restart too (``adapters.reply_parts``).
 """
@@ -33,7 +33,7 @@ from core.messages import OutboundMessage
 
 log = logging.getLogger(__name__)
 
-SEND_ATTEMPTS = 5
+SEND_ATTEMPTS = 5  # RetryAfter waits per chunk before the outbox takes over
 MAX_RETRY_AFTER_SECONDS = 300.0
 
 
@@ -60,24 +60,29 @@ class ReplySender:
         return await self.progress.send(msg, render(msg.text), one)
 
     async def _send_chunk(self, msg: OutboundMessage, chunk: Chunk, reply_to: str | None) -> str:
-        thread = int(msg.thread_id) if msg.thread_id else None
         reply = (
             ReplyParameters(int(reply_to), allow_sending_without_reply=True)
             if reply_to and reply_to.isdigit()
             else None
         )
-        for _attempt in range(SEND_ATTEMPTS):
+        tries = fallbacks(chunk, int(msg.thread_id) if msg.thread_id else None)
+        waits = 0
+        while True:
+            candidate, thread = tries[0]
             try:
                 sent = await self._bot.send_message(
                     int(msg.chat_id),
-                    chunk.text,
-                    entities=list(chunk.entities) or None,
+                    candidate.text,
+                    entities=list(candidate.entities) or None,
                     message_thread_id=thread,
                     reply_parameters=reply,
                 )
                 return str(sent.message_id)
             except RetryAfter as exc:
                 await asyncio.sleep(min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS))
+                waits += 1
+                if waits == SEND_ATTEMPTS:
+                    raise DeliveryError("telegram: still rate-limited after several waits") from exc
             except Forbidden as exc:
                 self._unreachable.add(msg.chat_id)
                 raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
@@ -86,19 +91,35 @@ class ReplySender:
                     f"telegram chat {msg.chat_id} became supergroup {exc.new_chat_id}"
                 ) from exc
             except BadRequest as exc:
-                if chunk.entities and "entit" in exc.message.lower():
-                    log.warning("telegram: formatting rejected (%s); resending plain", exc)
-                    chunk = plain_chunk(chunk)
-                    continue
-                if thread is not None and "thread not found" in exc.message.lower():
-                    thread = None  # the topic is gone: answer in the chat itself
-                    continue
-                # Anything else Telegram calls a bad request will not get better by retrying
-                # (no rights to write, topic closed, chat not found).
-                raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
+                refused = tries.pop(0)
+                if not tries:
+                    raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
+                change = _change(refused, tries[0])
+                log.warning("telegram: bad request (%s); resending %s", exc, change)
             except (NetworkError, TelegramError) as exc:
                 raise DeliveryError(f"telegram: {exc}") from exc
-        raise DeliveryError("telegram: still rate-limited after several waits")
+
+
+def fallbacks(chunk: Chunk, thread: int | None) -> list[tuple[Chunk, int | None]]:
+    """What to send, in order, while Telegram answers a chunk with ``BadRequest``.
+
+    Telegram gives every refusal the same 400 and says why only in its description, a
+    text that is not part of the API. So a bad request steps down through what can be
+    dropped instead: the formatting (rejected entities), then the topic (a vanished
+    forum thread, tried with the formatting again), then nothing is left and the reply
+    is ``Undeliverable``. The cost: a request refused for another reason (no right to
+    write, an unknown chat) takes up to three more sends before giving up; a refused
+    send posts nothing, so no message is sent twice. And a topic that refuses the bot
+    but still exists (closed) gets its reply in the chat itself rather than none.
+    """
+    chunks = [chunk, plain_chunk(chunk)] if chunk.entities else [chunk]
+    threads = [thread, None] if thread is not None else [None]
+    return [(candidate, topic) for topic in threads for candidate in chunks]
+
+
+def _change(before: tuple[Chunk, int | None], after: tuple[Chunk, int | None]) -> str:
+    how = "formatted" if after[0].entities else "plain"
+    return how if after[1] == before[1] else f"{how}, outside its topic"
 
 
 def retry_seconds(exc: RetryAfter) -> float:

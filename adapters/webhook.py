@@ -24,8 +24,8 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
-from core.errors import StoreError
+from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from core.errors import RequestRefused, SignatureError, StoreError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
@@ -139,16 +139,6 @@ class DirectRoute(APIRoute):
         return handler
 
 
-class _HTTPProblem(Exception):
-    def __init__(
-        self, status: int, error: str, headers: dict[str, str] | None = None, **extra: Any
-    ) -> None:
-        super().__init__(error)
-        self.status = status
-        self.headers = headers
-        self.body = {"error": error, **extra}
-
-
 class WebhookAdapter:
     """Pull adapter for HTTP webhooks; see the module docstring."""
 
@@ -214,7 +204,7 @@ class WebhookAdapter:
             body = await self._read_body(route, request)
             msg = self._inbound(route, _parse(body))
             accepted = await _stored(inbox.accept(msg))
-        except _HTTPProblem as problem:
+        except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
         queued = {"message_id": msg.platform_message_id, "status": "queued"}
         if not wait:
@@ -241,7 +231,7 @@ class WebhookAdapter:
                     platform=self.name, route=route, chat_id=chat_id, after=after, limit=limit
                 )
             )
-        except _HTTPProblem as problem:
+        except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
         self._delivered(replies)
         pulled = PulledReplies(
@@ -285,12 +275,12 @@ class WebhookAdapter:
 
     def _require_inbox(self) -> Inbox:
         if self._inbox is None:
-            raise _HTTPProblem(503, "the gateway is starting or stopping; retry shortly")
+            raise RequestRefused(503, "the gateway is starting or stopping; retry shortly")
         return self._inbox
 
     async def _read_body(self, route: str, request: Request) -> bytes:
         if not ROUTE_PATTERN.match(route):
-            raise _HTTPProblem(404, "unknown route: use letters, digits, '.', '_' or '-'")
+            raise RequestRefused(404, "unknown route: use letters, digits, '.', '_' or '-'")
         body = await _read_capped(request, self.options.max_body_bytes)
         secret = self.options.route_secrets.get(route) or self.options.secret
         if secret:
@@ -304,7 +294,7 @@ class WebhookAdapter:
                     max_skew=self.options.max_skew_seconds,
                 )
             except SignatureError as exc:
-                raise _HTTPProblem(401, str(exc)) from None
+                raise RequestRefused(401, str(exc)) from None
         return body
 
     def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
@@ -330,7 +320,7 @@ async def _stored(call: Awaitable[T]) -> T:
         return await call
     except StoreError:
         log.warning("webhook request refused: SessionDB unavailable")
-        raise _HTTPProblem(
+        raise RequestRefused(
             503, "the message store is unavailable; retry shortly", {"Retry-After": "1"}
         ) from None
 
@@ -338,13 +328,13 @@ async def _stored(call: Awaitable[T]) -> T:
 async def _read_capped(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _HTTPProblem(413, f"body is larger than {limit} bytes")
+        raise RequestRefused(413, f"body is larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise _HTTPProblem(413, f"body is larger than {limit} bytes")
+            raise RequestRefused(413, f"body is larger than {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -358,7 +348,7 @@ def _read_flag(request: Request, name: str, *, default: bool) -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise _HTTPProblem(422, f"query parameter '{name}' must be true or false", field=name)
+    raise RequestRefused(422, f"query parameter '{name}' must be true or false", field=name)
 
 
 def _parse(body: bytes) -> WebhookMessage:
@@ -367,13 +357,13 @@ def _parse(body: bytes) -> WebhookMessage:
     except (ValueError, RecursionError) as exc:
         # ValueError covers JSONDecodeError, UnicodeDecodeError and integers past
         # Python's digit limit; RecursionError is deeply nested arrays or objects.
-        raise _HTTPProblem(422, f"body is not valid JSON: {exc}") from None
+        raise RequestRefused(422, f"body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise _HTTPProblem(422, "body must be a JSON object")
+        raise RequestRefused(422, "body must be a JSON object")
     try:
         return WebhookMessage.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"]) or "body"
         reason = "is required" if first["type"] == "missing" else first["msg"]
-        raise _HTTPProblem(422, f"field '{name}' {reason}", field=name) from None
+        raise RequestRefused(422, f"field '{name}' {reason}", field=name) from None

@@ -9,12 +9,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from core.errors import SignatureError
+
 TIMESTAMP_HEADER = "x-chatgate-timestamp"
 SIGNATURE_HEADER = "x-chatgate-signature"
-
-
-class SignatureError(Exception):
-    """The request is not signed correctly; the message says why, without secrets."""
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:

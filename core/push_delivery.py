@@ -18,6 +18,7 @@ from typing import Protocol
 from core.clock import Clock
 from core.errors import ChatgateError, Undeliverable
 from core.messages import OutboundMessage
+from core.retry import Backoff
 from core.store.db import SessionDB
 from core.tasks import TaskSet
 
@@ -130,7 +131,8 @@ class PushDelivery:
     async def _retry(self, platform: str) -> None:
         """Resend ``platform``'s pending replies from the outbox, backing off, until none
         is left (replies committed meanwhile are left to this loop, in order)."""
-        pause = RETRY_FIRST_SECONDS
+        backoff = Backoff(RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS)
+        pause = backoff.next()
         try:
             while True:
                 await asyncio.sleep(pause)  # backoff between attempts
@@ -140,10 +142,10 @@ class PushDelivery:
                         self._retrying.discard(platform)
                         return
                     delivered = await self._send(platform, pending)
-                pause = (
-                    0.0
-                    if delivered
-                    else min(max(pause * 2, RETRY_FIRST_SECONDS), RETRY_MAX_SECONDS)
-                )
+                if delivered:  # look again at once: more may have been committed meanwhile
+                    backoff.reset()
+                    pause = 0.0
+                else:
+                    pause = backoff.next()
         finally:
             self._retrying.discard(platform)

@@ -6,6 +6,10 @@ re-raised unchanged). Between tries it sleeps with exponential backoff and full
 jitter, unless the error carries a ``retry_after`` (``core.errors.RateLimited`` does):
 a server that names its pause is obeyed exactly, within a sanity cap.
 
+``Backoff`` paces loops that run until the gateway stops (reconnecting, polling,
+resending from the outbox): each ``next()`` pause doubles up to a cap, ``reset()`` after a
+success starts again from the first.
+
 ``retry_after_from_headers`` reads that pause from HTTP response headers so every
 client parses ``Retry-After`` the same way.
 """
@@ -18,7 +22,7 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TypeVar
 
@@ -31,6 +35,7 @@ Jitter = Callable[[float, float], float]
 # A server may ask for a longer pause than our own backoff cap (a 429 with
 # Retry-After: 45 is common), but never for an unbounded one.
 SERVER_PAUSE_FLOOR_CAP = 60.0
+_MAX_DOUBLINGS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +59,46 @@ class RetryPolicy:
 
     def backoff_ceiling(self, retry_number: int) -> float:
         """The longest jittered pause before retry ``retry_number`` (1-based)."""
-        # Cap the exponent so a huge attempts value cannot overflow the float.
-        exponent = min(retry_number - 1, 64)
-        return min(self.max_seconds, self.base_seconds * 2.0**exponent)
+        return _doubled(self.base_seconds, self.max_seconds, retry_number - 1)
 
     def server_pause_cap(self) -> float:
         """The longest server-requested pause we are willing to honour."""
         return max(self.max_seconds, SERVER_PAUSE_FLOOR_CAP)
+
+
+def _doubled(first: float, cap: float, doublings: int) -> float:
+    # Cap the exponent so a huge count cannot overflow the float.
+    return min(cap, first * 2.0 ** min(doublings, _MAX_DOUBLINGS))
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Pauses for a loop that retries until it succeeds or is cancelled.
+
+    ``next()`` returns ``first_seconds``, then twice that each call, never more than
+    ``max_seconds``; ``reset()`` (after a success) starts again from ``first_seconds``.
+    With ``jitter`` (``random.uniform``) each pause is drawn from ``[0, pause]`` instead,
+    like ``retry_async``'s, so many clients that failed together do not retry together.
+    """
+
+    first_seconds: float
+    max_seconds: float
+    jitter: Jitter | None = None
+    _failures: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.first_seconds < 0 or self.max_seconds < 0:
+            raise ValueError("first_seconds and max_seconds must be >= 0")
+
+    def next(self) -> float:
+        """The pause to wait now; the one after it is twice as long (up to the cap)."""
+        pause = _doubled(self.first_seconds, self.max_seconds, self._failures)
+        self._failures = min(self._failures + 1, _MAX_DOUBLINGS)
+        return pause if self.jitter is None else self.jitter(0.0, pause)
+
+    def reset(self) -> None:
+        """It worked: the next failure waits ``first_seconds`` again."""
+        self._failures = 0
 
 
 def _requested_pause(exc: BaseException) -> float | None:
@@ -88,15 +126,18 @@ async def retry_async(
     *,
     policy: RetryPolicy,
     retry_on: tuple[type[BaseException], ...],
+    should_retry: Callable[[BaseException], bool] | None = None,
     on_retry: RetryHook | None = None,
     sleep: Sleep = asyncio.sleep,
     jitter: Jitter = random.uniform,
 ) -> T:
     """Await ``fn()`` and retry it on ``retry_on`` errors as ``policy`` allows.
 
-    ``on_retry(retry_number, error, delay)`` runs before each pause (``retry_number``
-    starts at 1). ``sleep`` and ``jitter`` are injectable so tests never really wait.
-    When retries run out, the last error is re-raised as it was.
+    ``should_retry(error)``, when given, can refuse a retry the error's type allows
+    (the error is then re-raised at once). ``on_retry(retry_number, error, delay)`` runs
+    before each pause (``retry_number`` starts at 1). ``sleep`` and ``jitter`` are
+    injectable so tests never really wait. When retries run out, the last error is
+    re-raised as it was.
     """
     retry_number = 0
     while True:
@@ -105,6 +146,8 @@ async def retry_async(
         except retry_on as exc:
             retry_number += 1
             if retry_number > policy.attempts:
+                raise
+            if should_retry is not None and not should_retry(exc):
                 raise
             delay = retry_delay(policy, retry_number, exc, jitter)
             if on_retry is not None:

@@ -17,9 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 from core.clock import SystemClock
-from core.cron.jobs import Creator, CronError, CronJobs, JobSpec
-from core.cron.schedule import ScheduleError
+from core.cron.jobs import Creator, CronJobs, JobSpec
 from core.cron.targets import FORMS as TARGET_FORMS
+from core.errors import CronError, ScheduleError
 from core.store.cron import CronJob
 from core.store.db import SessionDB
 from gateway.config import Settings, load_settings

@@ -18,11 +18,11 @@ from rich.console import Console
 from rich.table import Table
 
 from core.clock import Clock, SystemClock
-from core.curator import BackupError, Curator, CuratorBusy, CuratorPolicy, SkillBackups
+from core.curator import Curator, CuratorPolicy, SkillBackups
 from core.curator.service import pass_lock
 from core.curator.status import utc
-from core.curator.transitions import TransitionError, archive_skill, restore_skill
-from core.errors import ConfigError
+from core.curator.transitions import archive_skill, restore_skill
+from core.errors import BackupError, ConfigError, CuratorBusy, TransitionError
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.skills.store import SkillStore

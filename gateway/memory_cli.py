@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from core.memory.approval import Decision, PendingNotFound, PendingWrites
+from core.errors import PendingNotFound
+from core.memory.approval import Decision, PendingWrites
 from core.memory.commands import decision_text, pending_text, store_line
 from core.memory.operations import DELIMITER
 from core.memory.profile import MemoryFiles

@@ -15,12 +15,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from core.errors import SkillRefused
 from core.skills.approval import ApprovalOutcome, SkillApprovals
 from core.skills.doctor import diagnose, format_report
 from core.skills.library import SKILL_FILE, Library, Skill
 from core.skills.store import SkillStore
 from core.skills.usage import SkillRecord, SkillUsage
-from core.skills.validate import ALLOWED_FOLDERS, SkillRefused, supporting_path
+from core.skills.validate import ALLOWED_FOLDERS, supporting_path
 from gateway.config import Settings, load_settings
 
 skills_app = typer.Typer(

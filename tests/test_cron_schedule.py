@@ -10,15 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.cron.schedule import MAX_GRACE, MIN_GRACE, ScheduleError, parse_schedule
-from core.cron.targets import (
-    FileTarget,
-    Origin,
-    TargetError,
-    file_path,
-    format_target,
-    parse_target,
-)
+from core.cron.schedule import MAX_GRACE, MIN_GRACE, parse_schedule
+from core.cron.targets import FileTarget, Origin, file_path, format_target, parse_target
+from core.errors import ScheduleError, TargetError
 from core.messages import ChatTarget
 
 # Monday 2026-11-30 08:00:00 UTC

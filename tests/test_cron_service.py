@@ -15,9 +15,8 @@ import pytest
 
 from core.clock import ManualClock
 from core.cron.jobs import Creator, JobSpec
-from core.cron.schedule import ScheduleError
 from core.cron.service import CronOutput, CronService
-from core.errors import ProviderUnavailable
+from core.errors import ProviderUnavailable, ScheduleError
 from core.messages import ChatTarget
 from core.scheduler import Scheduler
 from core.store.cron import CronJob

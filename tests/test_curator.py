@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from core.clock import ManualClock
 from core.curator import Curator, CuratorPolicy, SkillBackups
-from core.curator.transitions import TransitionError, archive_skill, restore_skill
+from core.curator.transitions import archive_skill, restore_skill
+from core.errors import TransitionError
 from core.skills.manage import apply_operations
 from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.curator.backup import ARCHIVE_NAME, PRE_ROLLBACK, BackupError, SkillBackups
+from core.curator.backup import ARCHIVE_NAME, PRE_ROLLBACK, SkillBackups
+from core.errors import BackupError
 from core.skills.store import SkillStore
 
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import adapters.discord
 from core.errors import ConfigError
 from gateway.app import discord_adapter
 from gateway.config import load_settings
@@ -312,6 +314,29 @@ async def test_a_deaf_connection_is_detected_and_healed(
     assert reply.reference_id == lost["id"]
     assert reply.content == "echo: can you hear me?"
     assert ready.status_code == 200
+
+
+def from_discord_py(task: asyncio.Task[Any]) -> bool:
+    code = getattr(task.get_coro(), "cr_code", None)
+    return code is not None and "/discord/" in code.co_filename
+
+
+async def test_a_stop_right_after_ready_leaves_no_discord_task_and_no_on_ready(
+    home: Path,
+    fake_openai: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # discord.py holds on_ready back until no guild arrived for this long: stop within it.
+    monkeypatch.setattr(adapters.discord, "GUILD_READY_SECONDS", 1.0)
+    caplog.set_level(logging.INFO, logger="adapters.discord")
+    async with FakeDiscord() as dc:
+        async with discord_gateway(home, dc, fake_openai):
+            pass  # READY has arrived; its on_ready is still held back
+        left = [task for task in asyncio.all_tasks() if from_discord_py(task)]
+
+    assert left == []
+    assert "connected as" not in caplog.text
 
 
 async def test_a_rejected_token_stops_start_up(home: Path, fake_openai: FakeOpenAIServer) -> None:

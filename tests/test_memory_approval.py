@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.memory.approval import PendingNotFound, PendingWrites
+from core.errors import PendingNotFound
+from core.memory.approval import PendingWrites
 from core.memory.commands import pending_text
 from core.memory.operations import DELIMITER, Operation
 from core.memory.profile import MemoryFiles, MemoryLimits

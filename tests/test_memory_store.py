@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.memory.operations import DELIMITER, Operation
-from core.memory.refusals import (
+from core.errors import (
     AmbiguousMatch,
     InvalidContent,
     MemoryRefused,
@@ -18,6 +17,7 @@ from core.memory.refusals import (
     OverLimit,
     ThreatDetected,
 )
+from core.memory.operations import DELIMITER, Operation
 from core.memory.store import MemoryStore, Result
 
 REPO = Path(__file__).resolve().parents[1]

@@ -390,6 +390,39 @@ async def test_a_stream_that_already_spoke_is_not_retried() -> None:
     assert deltas == ["partial "]
 
 
+class SilentThenSpeaking:
+    """A provider whose first call fails before any text, and whose second answers."""
+
+    provider = "late"
+    model = "late"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        if self.calls == 1:
+            raise ProviderUnavailable("down before a word")
+        assert request.on_text is not None
+        await request.on_text("whole answer")
+        return ModelReply(content="whole answer")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_stream_that_failed_before_speaking_is_retried() -> None:
+    inner = SilentThenSpeaking()
+    deltas: list[str] = []
+
+    async def on_text(delta: str) -> None:
+        deltas.append(delta)
+
+    client: ModelClient = RetryingModel(inner, FAST_RETRIES)
+    reply = await client.complete(ModelRequest(system="", messages=[], on_text=on_text))
+    assert (inner.calls, reply.content, deltas) == (2, "whole answer", ["whole answer"])
+
+
 # -- configuration --------------------------------------------------------------------
 
 

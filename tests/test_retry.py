@@ -1,11 +1,11 @@
-"""core.retry: backoff, server-named pauses, give-up behaviour, header parsing."""
+"""core.retry: backoff, server-named pauses, give-up behaviour, header parsing, Backoff."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.errors import ModelRequestError, ProviderUnavailable, RateLimited
-from core.retry import RetryPolicy, retry_after_from_headers, retry_async
+from core.retry import Backoff, RetryPolicy, retry_after_from_headers, retry_async
 
 
 class FakeSleep:
@@ -141,11 +141,79 @@ async def test_on_retry_sees_number_error_and_delay() -> None:
     assert seen == [(1, "a", 1.0), (2, "b", 2.0)]
 
 
+async def test_should_retry_can_refuse_a_retry_the_type_allows() -> None:
+    sleep = FakeSleep()
+    final = ProviderUnavailable("final")
+    call = ScriptedCall("ok", [ProviderUnavailable("first"), final])
+    with pytest.raises(ProviderUnavailable, match="final"):
+        await retry_async(
+            call,
+            policy=POLICY,
+            retry_on=(ProviderUnavailable,),
+            should_retry=lambda error: error is not final,
+            sleep=sleep,
+        )
+    assert call.calls == 2
+    assert len(sleep.delays) == 1
+
+
 def test_policy_rejects_negative_values() -> None:
     with pytest.raises(ValueError, match="attempts"):
         RetryPolicy(attempts=-1, base_seconds=1.0, max_seconds=1.0)
     with pytest.raises(ValueError, match="base_seconds"):
         RetryPolicy(attempts=1, base_seconds=-1.0, max_seconds=1.0)
+
+
+def pauses(backoff: Backoff, n: int) -> list[float]:
+    return [backoff.next() for _ in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("first", "cap", "expected"),
+    [
+        # Telegram's connect loop.
+        (2.0, 60.0, [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]),
+        # Telegram's poll loop, Discord's reconnect loop, the outbox's retries.
+        (1.0, 60.0, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]),
+        # Discord's catch-up loop.
+        (5.0, 300.0, [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0]),
+    ],
+)
+def test_backoff_starts_at_first_doubles_and_stays_at_the_cap(
+    first: float, cap: float, expected: list[float]
+) -> None:
+    assert pauses(Backoff(first, cap), len(expected)) == expected
+
+
+def test_backoff_reset_starts_again_from_the_first_pause() -> None:
+    backoff = Backoff(1.0, 60.0)
+    assert pauses(backoff, 3) == [1.0, 2.0, 4.0]
+    backoff.reset()
+    assert pauses(backoff, 2) == [1.0, 2.0]
+
+
+def test_backoff_never_overflows_however_long_it_fails() -> None:
+    backoff = Backoff(1.0, 60.0)
+    assert pauses(backoff, 5_000)[-1] == 60.0
+
+
+def test_backoff_jitter_draws_each_pause_from_zero_to_the_pause() -> None:
+    drawn: list[tuple[float, float]] = []
+
+    def halfway(low: float, high: float) -> float:
+        drawn.append((low, high))
+        return (low + high) / 2
+
+    backoff = Backoff(2.0, 5.0, jitter=halfway)
+    assert pauses(backoff, 3) == [1.0, 2.0, 2.5]
+    assert drawn == [(0.0, 2.0), (0.0, 4.0), (0.0, 5.0)]
+
+
+def test_backoff_rejects_negative_values() -> None:
+    with pytest.raises(ValueError, match="first_seconds"):
+        Backoff(-1.0, 1.0)
+    with pytest.raises(ValueError, match="max_seconds"):
+        Backoff(1.0, -1.0)
 
 
 @pytest.mark.parametrize(

@@ -335,6 +335,53 @@ async def test_a_chunk_whose_formatting_telegram_rejects_is_resent_plain(
     assert tg.calls.count("sendMessage") == 2
 
 
+async def test_a_reply_to_a_topic_that_vanished_goes_to_the_chat_still_formatted(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.reply_text("Use **bold** here.")
+    forum = group_chat(-1009990002, is_forum=True, title="Forum")
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        # Telegram no longer knows the topic: every send into it is "thread not found".
+        tg.add_chat({**forum, "is_forum": False})
+        tg.push_update(tg.topic_message("are you there?", thread_id=91, chat=forum, mention=True))
+        [reply] = await tg.wait_sent(1)
+
+    assert reply.chat_id == forum["id"]
+    assert reply.message_thread_id is None  # in the chat itself
+    assert reply.text == "Use bold here."
+    assert reply.entities  # the formatting was not what Telegram refused
+    # Formatted and plain into the topic, then formatted into the chat.
+    assert tg.calls.count("sendMessage") == 3
+
+
+async def test_a_chat_telegram_refuses_is_undeliverable_after_the_fallbacks_sent_once(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    paragraphs = [f"Paragraph **{i}** of a long answer. " + "lorem ipsum " * 30 for i in range(14)]
+    fake_openai.reply_text("\n\n".join(paragraphs))  # about 5,500 characters: 2 messages
+    forum = group_chat(-1009990003, is_forum=True, title="Forum")
+    refusal = "Bad Request: not enough rights to send text messages to the chat"
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.fail("sendMessage", status=400, description=refusal, after=1, times=4)
+        tg.push_update(tg.topic_message("tell me", thread_id=77, chat=forum, mention=True))
+        await until(lambda: bool(rows(home, "SELECT 1 FROM outbox WHERE status = 'failed'")))
+        refused_calls = tg.calls.count("sendMessage")
+        tg.push_update(tg.topic_message("and now?", thread_id=77, chat=forum, mention=True))
+        await tg.wait_sent(2)
+
+    assert refused_calls == 5  # the first part, then its second four ways
+    [failed] = rows(home, "SELECT parts_sent, error FROM outbox WHERE status = 'failed'")
+    assert failed["parts_sent"] == 1
+    assert "Not enough rights" in failed["error"]
+    first, later = tg.sent
+    assert "Paragraph 0" in first.text
+    assert "Paragraph 13" not in first.text
+    # The chat is not written off: the next reply goes to the topic as usual.
+    assert "and now?" in later.text
+    assert later.message_thread_id == first.message_thread_id == 77
+    assert tg.calls.count("sendMessage") == 6  # nothing was sent twice, nor retried
+
+
 async def test_after_a_failed_send_replies_keep_their_order_and_none_is_sent_twice(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:

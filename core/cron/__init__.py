@@ -6,7 +6,7 @@ check, ``service`` runs due jobs and ``tool`` is the model's ``cronjob`` tool. T
 lives in the SessionDB (``core.store.cron``).
 """
 
-from core.cron.jobs import Creator, CronError, CronJobs, JobSpec
+from core.cron.jobs import Creator, CronJobs, JobSpec
 from core.cron.prompt import CRON_RUN_GUIDANCE
 from core.cron.service import CronExecutor, CronOutput, CronRunRequest, CronRunResult, CronService
 from core.cron.tool import CRONJOB_TOOL, CronJobTool
@@ -14,7 +14,6 @@ from core.cron.tool import CRONJOB_TOOL, CronJobTool
 __all__ = [
     "CRON_RUN_GUIDANCE",
     "CRONJOB_TOOL",
-    "CronError",
     "CronExecutor",
     "CronJobTool",
     "CronJobs",

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.cron.targets import FileTarget, Origin, TargetError, file_path, parse_target
+from core.cron.targets import FileTarget, Origin, file_path, parse_target
+from core.errors import TargetError
 from core.messages import ChatTarget
 from core.store.cron import CronJob
 

@@ -14,8 +14,8 @@ from core.clock import Clock
 from core.cron.delivery import resolve
 from core.cron.prompt import CRON_RUN_GUIDANCE
 from core.cron.service import CronOutput
-from core.cron.targets import TargetError
 from core.cron.tool import CRONJOB_TOOL
+from core.errors import TargetError
 from core.messages import ChatTarget, InboundMessage
 from core.models.base import ModelClient
 from core.prompt.builder import CallerContext

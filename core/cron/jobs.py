@@ -16,17 +16,14 @@ from typing import Any
 
 from core.clock import Clock
 from core.cron.prompt import check_skill_names
-from core.cron.schedule import Schedule, ScheduleError, check_timezone, parse_schedule
-from core.cron.targets import Origin, TargetError, format_target, parse_target
+from core.cron.schedule import Schedule, check_timezone, parse_schedule
+from core.cron.targets import Origin, format_target, parse_target
+from core.errors import CronError, ScheduleError, TargetError
 from core.memory.threats import scan
 from core.messages import ChatTarget
 from core.store.cron import CreatedBy, CronJob, CronStore
 
 NAME_CHARS = 60
-
-
-class CronError(ValueError):
-    """A request about cron jobs that cannot be done; the message is for a person."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,10 +171,7 @@ class CronJobs:
             raise CronError(str(exc)) from exc
 
     async def _checked_skills(self, names: Sequence[str]) -> list[str]:
-        try:
-            return await asyncio.to_thread(check_skill_names, self.skills_dir, list(names))
-        except ValueError as exc:
-            raise CronError(str(exc)) from exc
+        return await asyncio.to_thread(check_skill_names, self.skills_dir, list(names))
 
 
 def _checked_prompt(prompt: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from core.errors import CronError, PromptRefused
 from core.memory.threats import scan
 from core.skills.library import SKILL_FILE, skill_folders, split_frontmatter
 from core.skills.manage import find_skill
@@ -28,14 +29,6 @@ CRON_RUN_GUIDANCE = (
 )
 
 
-class PromptRefused(Exception):
-    """The run must not go ahead; ``reason`` is said to the job's target."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 @dataclass(frozen=True, slots=True)
 class LoadedSkill:
     name: str
@@ -48,13 +41,13 @@ def installed_skills(skills_dir: Path) -> list[str]:
 
 
 def check_skill_names(skills_dir: Path, names: Sequence[str]) -> list[str]:
-    """The names, de-duplicated in order; ``ValueError`` names any unknown skill."""
+    """The names, de-duplicated in order; ``CronError`` names any unknown skill."""
     available = installed_skills(skills_dir)
     unique = list(dict.fromkeys(name.strip() for name in names if name.strip()))
     unknown = [name for name in unique if name not in available]
     if unknown:
         listed = ", ".join(available) if available else "none are installed"
-        raise ValueError(f"Unknown skill(s): {', '.join(unknown)}. Available: {listed}.")
+        raise CronError(f"Unknown skill(s): {', '.join(unknown)}. Available: {listed}.")
     return unique
 
 

@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
 
+from core.errors import ScheduleError
+
 ScheduleKind = Literal["once", "interval", "cron"]
 
 MIN_INTERVAL = 60.0
@@ -53,10 +55,6 @@ _UNITS = {
 }
 _DURATION = re.compile(r"^(\d+)\s*([a-z]+)$")
 _EVERY = re.compile(r"^every\s+(.+)$")
-
-
-class ScheduleError(ValueError):
-    """A schedule that cannot be used; the message names the accepted forms."""
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,10 @@ from pathlib import Path
 
 from core.clock import Clock
 from core.cron.delivery import Deliverer, Notify, Resolved, is_silent, notice, resolve
-from core.cron.jobs import CronError, CronJobs
-from core.cron.prompt import PromptRefused, build_run_prompt
-from core.cron.schedule import ScheduleError
-from core.cron.targets import TargetError, format_target
-from core.errors import ModelError
+from core.cron.jobs import CronJobs
+from core.cron.prompt import build_run_prompt
+from core.cron.targets import format_target
+from core.errors import CronError, ModelError, PromptRefused, ScheduleError, TargetError
 from core.scheduler import Scheduler
 from core.store.cron import CronJob, RunEnd, RunStatus
 from core.store.db import SessionDB

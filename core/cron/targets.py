@@ -12,15 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from core.errors import TargetError
 from core.messages import ChatTarget
 
 ORIGIN = "origin"
 FILE_PREFIX = "file:"
 FORMS = "'origin', '<platform>[/<route>]:<chat_id>[:<thread_id>]' or 'file:<path>'"
-
-
-class TargetError(ValueError):
-    """A delivery target that cannot be used; the message says which forms are accepted."""
 
 
 @dataclass(frozen=True, slots=True)

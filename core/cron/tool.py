@@ -12,7 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from core.cron.jobs import Creator, CronError, CronJobs, JobSpec
+from core.cron.jobs import Creator, CronJobs, JobSpec
+from core.errors import CronError
 from core.messages import ChatTarget
 from core.models.base import ToolSpec
 from core.store.cron import CronJob

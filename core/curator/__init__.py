@@ -5,21 +5,17 @@ skills folder; ``transitions`` holds the deterministic stale/archive state machi
 ``consolidate`` the opt-in model pass that merges near-duplicates.
 """
 
-from core.curator.backup import Backup, BackupError, SkillBackups
+from core.curator.backup import Backup, SkillBackups
 from core.curator.policy import CuratorPolicy
 from core.curator.report import RunReport
-from core.curator.service import Curator, CuratorBusy, CuratorStatus, Gate
-from core.curator.transitions import TransitionError
+from core.curator.service import Curator, CuratorStatus, Gate
 
 __all__ = [
     "Backup",
-    "BackupError",
     "Curator",
-    "CuratorBusy",
     "CuratorPolicy",
     "CuratorStatus",
     "Gate",
     "RunReport",
     "SkillBackups",
-    "TransitionError",
 ]

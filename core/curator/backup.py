@@ -26,6 +26,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from core.errors import BackupError
 from core.skills.store import SkillStore
 from core.skills.usage import USAGE_FILE
 
@@ -36,10 +37,6 @@ PRE_ROLLBACK = "pre-rollback"
 # Never part of a snapshot: the snapshots themselves, lock files and the rebuildable index.
 _SKIP_TOP = frozenset({BACKUPS, ".locks", ".skills_prompt_snapshot.json"})
 _SKIP_SUFFIX = ".lock"
-
-
-class BackupError(Exception):
-    """A snapshot is missing, damaged or unsafe to restore."""
 
 
 @dataclass(frozen=True, slots=True)

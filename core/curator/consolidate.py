@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
-from core.curator.transitions import LiveSkill, TransitionError, archive_skill
-from core.errors import ModelError
+from core.curator.transitions import LiveSkill, archive_skill
+from core.errors import ModelError, TransitionError
 from core.models.base import ModelClient, ToolSpec
 from core.skills.library import SKILL_FILE, split_frontmatter
 from core.skills.manage import find_skill

@@ -24,6 +24,7 @@ from core.curator.consolidate import ConsolidationResult, Consolidator
 from core.curator.policy import CuratorPolicy
 from core.curator.report import RunReport
 from core.curator.status import LibraryCounts, library_counts
+from core.errors import CuratorBusy
 from core.models.base import ModelClient
 from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
@@ -32,10 +33,6 @@ from core.store.db import SessionDB
 
 log = logging.getLogger(__name__)
 TRIGGERS = ("schedule", "manual")
-
-
-class CuratorBusy(Exception):
-    """Another curator pass (in this or another process) is running on these skills."""
 
 
 @dataclass(frozen=True, slots=True)

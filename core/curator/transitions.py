@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.errors import TransitionError
 from core.skills.library import SKILL_FILE, skill_folders
 from core.skills.manage import find_skill
 from core.skills.store import ARCHIVE, SkillStore
 from core.skills.usage import SkillRecord, SkillUsage, State
 
 DAY = 86_400.0
-
-
-class TransitionError(Exception):
-    """A manual archive or restore that cannot be done; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from core.errors import ChatgateError
+from core.errors import ChatgateError, MemoryRefused, OverLimit, PendingNotFound
 from core.memory.operations import Action, Operation, pin_targets
-from core.memory.refusals import MemoryRefused, OverLimit
 from core.memory.store import MemoryStore, Result
 from core.pending import UNREADABLE, PendingFolder
 
@@ -31,14 +30,6 @@ UNPINNED = (
     "it was staged without the entry it changes, so its target cannot be verified; "
     "reject it and make the change again"
 )
-
-
-class PendingNotFound(ChatgateError):
-    """No pending memory write has this id."""
-
-    def __init__(self, pending_id: str) -> None:
-        super().__init__(f"no pending memory write {pending_id!r}")
-        self.pending_id = pending_id
 
 
 @dataclass(frozen=True)

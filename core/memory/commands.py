@@ -12,7 +12,8 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 
 from core.commands import Command, CommandHost, CommandReply
-from core.memory.approval import Decision, PendingNotFound, PendingWrite, PendingWrites
+from core.errors import PendingNotFound
+from core.memory.approval import Decision, PendingWrite, PendingWrites
 from core.memory.operations import Operation
 from core.memory.profile import MemoryFiles
 from core.memory.store import MemoryStore

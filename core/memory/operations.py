@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
-from core.memory.refusals import (
+from core.errors import (
     AmbiguousMatch,
     EntryChanged,
     InvalidContent,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from core.errors import MemoryRefused
 from core.memory.operations import (
     DELIMITER,
     Operation,
@@ -18,7 +19,6 @@ from core.memory.operations import (
     joined_length,
     parse_entries,
 )
-from core.memory.refusals import MemoryRefused
 from core.memory.threats import scan
 
 RULE = "═" * 46

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from core.memory.approval import PendingWrite, PendingWrites
-from core.memory.operations import Action, Operation
-from core.memory.refusals import (
+from core.errors import (
     AmbiguousMatch,
     MemoryRefused,
     NoMatch,
     OverLimit,
     ThreatDetected,
+    ToolArgumentError,
 )
+from core.memory.approval import PendingWrite, PendingWrites
+from core.memory.operations import Action, Operation
 from core.memory.store import MemoryStore, Result
 
 TARGETS = ("memory", "user")
@@ -77,10 +78,6 @@ MEMORY_TOOL_SCHEMA: dict[str, Any] = {
 }
 
 
-class ArgumentError(ValueError):
-    """The tool call's arguments are malformed; nothing was written."""
-
-
 def memory_tool_call(
     args: Mapping[str, Any],
     stores: Mapping[str, MemoryStore],
@@ -93,7 +90,7 @@ def memory_tool_call(
     """
     try:
         target, operations = parse_arguments(args, stores)
-    except ArgumentError as exc:
+    except ToolArgumentError as exc:
         return {"success": False, "error": f"{exc} Nothing was written."}
     store = stores[target]
     result = store.apply(operations) if pending is None else store.validate(operations)
@@ -107,39 +104,43 @@ def memory_tool_call(
 def parse_arguments(
     args: Mapping[str, Any], targets: Collection[str]
 ) -> tuple[str, tuple[Operation, ...]]:
-    """The target and operations of a call; raises ``ArgumentError`` before anything is written."""
+    """The target and operations of a call; ``ToolArgumentError`` before anything is written."""
     target = args.get("target")
     if target is None:
-        raise ArgumentError("target is required: 'memory' (your notes) or 'user' (user profile).")
+        raise ToolArgumentError(
+            "target is required: 'memory' (your notes) or 'user' (user profile)."
+        )
     if target not in TARGETS or target not in targets:
-        raise ArgumentError(f"target must be 'memory' or 'user', not {target!r}.")
+        raise ToolArgumentError(f"target must be 'memory' or 'user', not {target!r}.")
     batch = args.get("operations")
     if batch is None:
         return target, (_operation(args, target, "this call"),)
     if args.get("action") is not None:
-        raise ArgumentError("Give either action or operations, not both.")
+        raise ToolArgumentError("Give either action or operations, not both.")
     if not isinstance(batch, list) or not batch:
-        raise ArgumentError("operations must be a non-empty list of objects.")
+        raise ToolArgumentError("operations must be a non-empty list of objects.")
     return target, tuple(_operation(raw, target, f"operations[{i}]") for i, raw in enumerate(batch))
 
 
 def _operation(raw: object, target: str, where: str) -> Operation:
     if not isinstance(raw, Mapping):
-        raise ArgumentError(f"{where} must be an object.")
+        raise ToolArgumentError(f"{where} must be an object.")
     own_target = raw.get("target")
     if own_target is not None and own_target != target:
-        raise ArgumentError(
+        raise ToolArgumentError(
             f"{where} has target {own_target!r} but the call's target is {target!r}; "
             "one call updates one store, use separate calls for both."
         )
     name = raw.get("action")
     action = _ACTIONS.get(name) if isinstance(name, str) else None
     if action is None:
-        raise ArgumentError(f"{where}: action must be add, patch, replace or remove, not {name!r}.")
+        raise ToolArgumentError(
+            f"{where}: action must be add, patch, replace or remove, not {name!r}."
+        )
     fields = {key: _text(raw, key, where) for key in ("content", "old_text")}
     missing = [key for key in _NEEDS[action] if not fields[key]]
     if missing:
-        raise ArgumentError(f"{where}: {name} needs {' and '.join(missing)}.")
+        raise ToolArgumentError(f"{where}: {name} needs {' and '.join(missing)}.")
     return Operation(action, fields["content"], fields["old_text"])
 
 
@@ -148,7 +149,7 @@ def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise ArgumentError(f"{where}: {key} must be a string.")
+        raise ToolArgumentError(f"{where}: {key} must be a string.")
     return value
 
 

@@ -17,14 +17,6 @@ from core.retry import RetryPolicy, retry_async
 _log = logging.getLogger(__name__)
 
 
-class _StreamInterrupted(Exception):
-    """A transient failure after text already reached the caller; not retryable."""
-
-    def __init__(self, cause: TransientModelError) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
 class RetryingModel:
     """A ``ModelClient`` that retries its inner client's transient errors.
 
@@ -47,25 +39,15 @@ class RetryingModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Answer ``request``, retrying transient failures as the policy allows."""
-        try:
-            return await retry_async(
-                lambda: self._attempt(request),
-                policy=self._policy,
-                retry_on=(TransientModelError,),
-                on_retry=self._log_retry,
-            )
-        except _StreamInterrupted as interrupted:
-            raise interrupted.cause from None
-
-    async def _attempt(self, request: ModelRequest) -> ModelReply:
         sink = _TrackingSink(request.on_text)
         tracked = request if request.on_text is None else dataclasses.replace(request, on_text=sink)
-        try:
-            return await self._inner.complete(tracked)
-        except TransientModelError as exc:
-            if sink.emitted:
-                raise _StreamInterrupted(exc) from exc
-            raise
+        return await retry_async(
+            lambda: self._inner.complete(tracked),
+            policy=self._policy,
+            retry_on=(TransientModelError,),
+            should_retry=lambda _error: not sink.emitted,
+            on_retry=self._log_retry,
+        )
 
     def _log_retry(self, attempt: int, error: BaseException, delay: float) -> None:
         _log.warning(

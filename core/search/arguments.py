@@ -6,16 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from core.errors import ToolArgumentError
 from core.store.search.access import SCOPE_MODES, ScopeMode
 
 Detail = Literal["adaptive", "full"]
 DETAILS: tuple[Detail, ...] = ("adaptive", "full")
 MAX_QUERY_CHARS = 2_048
 BROWSE_DEFAULT_LIMIT = 10
-
-
-class ArgumentError(ValueError):
-    """The call's arguments cannot be used; the message says how to fix them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,19 +27,19 @@ class SearchArgs:
 
 
 def parse(args: Mapping[str, Any]) -> SearchArgs:
-    """Raise ``ArgumentError`` for a wrong type, range or combination."""
+    """Raise ``ToolArgumentError`` for a wrong type, range or combination."""
     unknown = set(args) - set(_KNOWN)
     if unknown:
-        raise ArgumentError(f"Unknown argument(s): {', '.join(sorted(unknown))}.")
+        raise ToolArgumentError(f"Unknown argument(s): {', '.join(sorted(unknown))}.")
     query = _text(args, "query")
     session_id = _text(args, "session_id")
     around = _integer(args, "around_message_id", 1, None)
     if around is not None and session_id is None:
-        raise ArgumentError("around_message_id needs session_id (the session it belongs to).")
+        raise ToolArgumentError("around_message_id needs session_id (the session it belongs to).")
     if query is not None and session_id is not None:
-        raise ArgumentError("Give query (to search) or session_id (to read), not both.")
+        raise ToolArgumentError("Give query (to search) or session_id (to read), not both.")
     if query is not None and len(query) > MAX_QUERY_CHARS:
-        raise ArgumentError(f"query is longer than {MAX_QUERY_CHARS} characters.")
+        raise ToolArgumentError(f"query is longer than {MAX_QUERY_CHARS} characters.")
     return SearchArgs(
         query=query,
         session_id=session_id,
@@ -62,7 +59,7 @@ def _text(args: Mapping[str, Any], name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ArgumentError(f"{name} must be a string, not {type(value).__name__}.")
+        raise ToolArgumentError(f"{name} must be a string, not {type(value).__name__}.")
     return value.strip() or None
 
 
@@ -73,10 +70,10 @@ def _integer(args: Mapping[str, Any], name: str, low: int, high: int | None) -> 
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentError(f"{name} must be an integer, not {type(value).__name__}.")
+        raise ToolArgumentError(f"{name} must be an integer, not {type(value).__name__}.")
     if value < low or (high is not None and value > high):
         bounds = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ArgumentError(f"{name} must be in {bounds}, not {value}.")
+        raise ToolArgumentError(f"{name} must be in {bounds}, not {value}.")
     return value
 
 
@@ -85,5 +82,5 @@ def _choice(args: Mapping[str, Any], name: str, choices: tuple[str, ...]) -> str
     if value is None:
         return choices[0]
     if value not in choices:
-        raise ArgumentError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
+        raise ToolArgumentError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
     return str(value)

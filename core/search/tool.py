@@ -11,15 +11,10 @@ import json
 from collections.abc import Collection
 from typing import Any
 
+from core.errors import ToolArgumentError
 from core.models.base import ToolSpec
 from core.search import catalog, windows
-from core.search.arguments import (
-    BROWSE_DEFAULT_LIMIT,
-    DETAILS,
-    ArgumentError,
-    SearchArgs,
-    parse,
-)
+from core.search.arguments import BROWSE_DEFAULT_LIMIT, DETAILS, SearchArgs, parse
 from core.search.discovery import discover
 from core.store.search.access import SCOPE_MODES, Reach
 from core.store.search.reader import SearchReader, SearchStore
@@ -79,7 +74,7 @@ class SessionSearchTool:
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         try:
             parsed = parse(args)
-        except ArgumentError as exc:
+        except ToolArgumentError as exc:
             return _error(str(exc))
         owner = f"{ctx.platform}:{ctx.user_id}" in self._owners
         if parsed.scope == "all" and not (self._allow_global or owner):

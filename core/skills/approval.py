@@ -22,12 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.errors import SkillRefused
 from core.pending import PendingFolder
 from core.skills.manage import find_skill, manage_skills
 from core.skills.provenance import record_results
 from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
-from core.skills.validate import SkillRefused, check_name
+from core.skills.validate import check_name
 from core.tools import WRITE_ORIGINS, WriteOrigin
 
 log = logging.getLogger(__name__)

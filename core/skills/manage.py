@@ -16,11 +16,11 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from core.errors import SkillOperationFailed, SkillRefused
 from core.memory.store import write_atomically
 from core.skills.usage import SkillUsage
 from core.skills.validate import (
     SKILL_FILE,
-    SkillRefused,
     check_file_content,
     check_name,
     check_skill_md,
@@ -53,23 +53,18 @@ def apply_operations(
     """Apply ``operations`` atomically; the payload is JSON-able (see module docstring)."""
     try:
         names = _target_names(operations)
-    except _StepFailed as failed:
+    except SkillOperationFailed as failed:
         return _failure(str(failed))
     try:
         with locked_skills(skills_dir, names):
             results = _run_batch(skills_dir, operations, names)
-    except _StepFailed as failed:
+    except SkillOperationFailed as failed:
         return _failure(str(failed))
     except Timeout:
         return _failure("operations: a target skill is locked by another writer; retry later")
     if on_written is not None:
         on_written()
     return {"success": True, "results": results, "message": _summary(results)}
-
-
-class _StepFailed(Exception):
-    def __init__(self, index: int, action: str, reason: str) -> None:
-        super().__init__(f"operations[{index}] ({action}): {reason}")
 
 
 def _failure(error: str) -> dict[str, Any]:
@@ -83,13 +78,13 @@ def _summary(results: list[dict[str, Any]]) -> str:
 
 def _target_names(operations: Sequence[Operation]) -> list[str]:
     if not operations:
-        raise _StepFailed(0, "none", "operations must not be empty")
+        raise SkillOperationFailed(0, "none", "operations must not be empty")
     names: set[str] = set()
     for index, operation in enumerate(operations):
         try:
             names.add(_checked_target(operation, len(operations)))
         except SkillRefused as refused:
-            raise _StepFailed(index, _action(operation), str(refused)) from None
+            raise SkillOperationFailed(index, _action(operation), str(refused)) from None
     return sorted(names)
 
 
@@ -141,7 +136,7 @@ def _run_batch(
                 results.append(_ACTIONS[operation["action"]](skills_dir, operation))
             except (SkillRefused, OSError, UnicodeDecodeError) as error:
                 snapshot.restore()
-                raise _StepFailed(index, operation["action"], str(error)) from None
+                raise SkillOperationFailed(index, operation["action"], str(error)) from None
             except BaseException:
                 snapshot.restore()
                 raise

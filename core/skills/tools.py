@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
+from core.errors import SkillRefused
 from core.models.base import ToolSpec
 from core.skills.approval import SkillApprovals
 from core.skills.library import Library
 from core.skills.provenance import record_results
 from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
-from core.skills.validate import SKILL_FILE, SkillRefused, supporting_path
+from core.skills.validate import SKILL_FILE, supporting_path
 from core.tools import ToolContext
 
 SUPPORT_FOLDERS = ("references", "templates", "scripts", "assets")

@@ -7,6 +7,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from core.errors import SkillRefused
 from core.memory.threats import scan
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -18,14 +19,6 @@ ALLOWED_FOLDERS = frozenset({"references", "templates", "scripts", "assets"})
 SKILL_FILE = "SKILL.md"
 
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-
-
-class SkillRefused(ValueError):
-    """A skill write broke ``rule``; the message says how."""
-
-    def __init__(self, rule: str, detail: str) -> None:
-        super().__init__(f"{detail} [rule: {rule}]")
-        self.rule = rule
 
 
 def check_name(name: str, *, what: str = "name") -> None:
