@@ -1,7 +1,7 @@
 """Chat commands, handled in the core before the model, the same on every platform.
 
-A command is a registry entry; adapters (Discord slash commands, Telegram's command
-menu) generate their own lists from ``CommandRegistry.all()``.
+A command is a registry entry; adapters (slash commands, a platform's command menu)
+generate their own lists from ``CommandRegistry.all()`` (``Inbox.command_menu``).
 """
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ import typer
 from rich.console import Console
 
 from core.errors import ChatgateError, ConfigError
-from gateway.config import Settings, default_home, load_settings
+from gateway import platforms
+from gateway.config import Settings, default_home, load_settings, starter_config
 from gateway.cron_cli import cron_app
 from gateway.curator_cli import curator_app
 from gateway.memory_cli import memory_app
 from gateway.sessions_cli import sessions_app
 from gateway.skills_cli import skills_app
-from gateway.starter_config import STARTER_CONFIG
 from gateway.status_cli import register as register_status
 
 app = typer.Typer(
@@ -44,13 +44,11 @@ def _configure_logging(settings: Settings) -> None:
         level=settings.server.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token;
-    # APScheduler logs each periodic check twice at INFO.
+    # httpx logs every request URL at INFO, and a URL may carry a token; APScheduler
+    # logs each periodic check twice at INFO.
     for noisy in ("httpx", "httpcore", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.root.level))
-    # discord.py's DEBUG lines carry every gateway event and request body (message text)
-    # and interaction webhook URLs (a token each); its INFO lines are worth keeping.
-    logging.getLogger("discord").setLevel(max(logging.INFO, logging.root.level))
+    platforms.quiet_loggers(settings)  # what each platform's library must not log
 
 
 @app.command()
@@ -62,7 +60,7 @@ def init(force: Annotated[bool, typer.Option(help="overwrite an existing config"
         err.print(f"{path} already exists (use --force to overwrite)")
         raise typer.Exit(1)
     home.mkdir(parents=True, exist_ok=True)
-    path.write_text(STARTER_CONFIG, encoding="utf-8")
+    path.write_text(starter_config(), encoding="utf-8")
     console.print(f"wrote {path}")
 
 
@@ -98,11 +96,19 @@ def chat(
     chat_id: Annotated[str, typer.Option(help="which terminal conversation to continue")] = "local",
 ) -> None:
     """Talk to the agent in this terminal (same core, same SessionDB)."""
-    from gateway.terminal_chat import run_terminal_chat
+    from gateway.runtime import run_interactive
 
-    settings = _settings()
+    spec = platforms.interactive(_settings())
+    settings = load_settings(overrides={f"{spec.name}.{spec.interactive}": chat_id})
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    asyncio.run(run_terminal_chat(settings, chat_id))
+    model = settings.model_config_for_core()
+    console.print(
+        f"chatgate chat: model {model.model} ({model.provider}). "
+        "Type /help for commands, Ctrl-D to leave.",
+        style="dim",
+        markup=False,
+    )
+    asyncio.run(run_interactive(settings, spec))
 
 
 @db_app.command("upgrade")

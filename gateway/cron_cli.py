@@ -23,6 +23,7 @@ from core.errors import CronError, ScheduleError
 from core.store.cron import CronJob
 from core.store.db import SessionDB
 from gateway.config import Settings, load_settings
+from gateway.features.cron import CronSettings
 
 T = TypeVar("T")
 
@@ -108,7 +109,7 @@ def run(job_id: JobId) -> None:
     _with_job(job_id, lambda cron, job: cron.queue_run(job), settings)
     console.print(
         f"{job_id} is due now; the running gateway picks it up within "
-        f"{settings.cron.tick_seconds:g} seconds (cron.tick_seconds)",
+        f"{settings.section(CronSettings).tick_seconds:g} seconds (cron.tick_seconds)",
         markup=False,
     )
 
@@ -139,8 +140,8 @@ def _with_jobs(fn: Callable[[CronJobs], Awaitable[T]], settings: Settings | None
                 db.cron,
                 SystemClock(),
                 skills_dir=settings.home / "skills",
-                timezone=settings.cron.timezone,
-                max_jobs_per_chat=settings.cron.max_jobs_per_chat,
+                timezone=settings.section(CronSettings).timezone,
+                max_jobs_per_chat=settings.section(CronSettings).max_jobs_per_chat,
             )
             return await fn(cron)
 

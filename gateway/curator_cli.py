@@ -17,9 +17,9 @@ from filelock import Timeout
 from rich.console import Console
 from rich.table import Table
 
-from core.clock import Clock, SystemClock
-from core.curator import Curator, CuratorPolicy, SkillBackups
-from core.curator.service import pass_lock
+from core.clock import SystemClock
+from core.curator.backup import SkillBackups
+from core.curator.service import Curator, pass_lock
 from core.curator.status import utc
 from core.curator.transitions import archive_skill, restore_skill
 from core.errors import BackupError, ConfigError, CuratorBusy, TransitionError
@@ -30,6 +30,7 @@ from core.store.db import SessionDB
 from gateway import skills_cli
 from gateway.config import Settings, load_settings
 from gateway.curator_status import print_status
+from gateway.features.curator import CuratorSettings, build_curator
 
 T = TypeVar("T")
 
@@ -40,42 +41,6 @@ curator_app = typer.Typer(
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 Name = Annotated[str, typer.Argument(help="the skill's name")]
-
-
-def policy_for(settings: Settings) -> CuratorPolicy:
-    """The gateway's ``curator:`` settings as the core policy."""
-    c = settings.curator
-    return CuratorPolicy(
-        enabled=c.enabled,
-        interval_hours=c.interval_hours,
-        min_idle_hours=c.min_idle_hours,
-        stale_after_days=c.stale_after_days,
-        archive_after_days=c.archive_after_days,
-        # A pass cannot wait for a person: with skill write approval on it only prunes.
-        consolidate=c.consolidate and not settings.skills.write_approval,
-        keep_backups=c.keep_backups,
-    )
-
-
-def build_curator(
-    settings: Settings,
-    db: SessionDB,
-    skills: SkillStore,
-    model: ModelClient | None = None,
-    clock: Clock | None = None,
-) -> Curator:
-    """The curator the gateway and this CLI share (reports under the home).
-
-    ``skills`` is the store every other skill writer of this process uses.
-    """
-    return Curator(
-        db,
-        skills=skills,
-        reports_dir=settings.home / "curator" / "reports",
-        policy=policy_for(settings),
-        clock=clock or SystemClock(),
-        model=model,
-    )
 
 
 def _with_curator(fn: Callable[[Curator], Awaitable[T]], *, model: bool = False) -> T:
@@ -123,7 +88,7 @@ def run(
     ] = False,
 ) -> None:
     """Run one pass now (the schedule's gates do not apply); print its report."""
-    merge = consolidate or load_settings().curator.consolidate
+    merge = consolidate or load_settings().section(CuratorSettings).consolidate
 
     async def go(curator: Curator) -> str:
         report = await curator.run("manual", dry_run=dry_run, consolidate=merge)
@@ -162,7 +127,9 @@ def rollback(
     except BackupError as exc:
         err.print(str(exc), markup=False)
         raise typer.Exit(1) from None
-    backups.prune(settings.curator.keep_backups, protect=frozenset({target, before.id}))
+    backups.prune(
+        settings.section(CuratorSettings).keep_backups, protect=frozenset({target, before.id})
+    )
     console.print(f"rolled back the skills folder to snapshot {target}", markup=False)
     console.print(
         f"the tree before this rollback is snapshot {before.id}; "
@@ -246,7 +213,7 @@ def _size(size: int) -> str:
     return f"{value:.1f} MB"
 
 
-__all__ = ["build_curator", "curator_app", "policy_for"]
+__all__ = ["curator_app"]
 
 if __name__ == "__main__":
     curator_app()

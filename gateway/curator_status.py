@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from core.curator import CuratorStatus
+from core.curator.service import CuratorStatus
 from core.curator.status import SkillActivity, age, utc
 
 

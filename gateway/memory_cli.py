@@ -14,6 +14,7 @@ from core.memory.operations import DELIMITER
 from core.memory.profile import MemoryFiles
 from core.memory.store import MemoryStore
 from gateway.config import Settings, load_settings
+from gateway.features.memory import MemorySettings
 
 memory_app = typer.Typer(no_args_is_help=True, help="Memory stores and staged writes.")
 console = Console(highlight=False)
@@ -37,16 +38,17 @@ def show(
     settings = load_settings()
     platform, _, user_id = user.partition(":")
     if user and not (platform and user_id):
-        err.print("--user must look like PLATFORM:USER_ID, e.g. telegram:12345")
+        err.print("--user must look like PLATFORM:USER_ID, e.g. webhook:alice")
         raise typer.Exit(2)
-    files = MemoryFiles(settings.home, settings.memory.limits())
+    memory = settings.section(MemorySettings)
+    files = MemoryFiles(settings.home, memory.limits())
     stores = files.stores_for(platform, user_id)
-    if settings.memory.user_scope == "per_user" and not user:
+    if memory.user_scope == "per_user" and not user:
         del stores["user"]
         console.print("USER.md is kept per person here: pass --user PLATFORM:USER_ID.\n")
     for store in stores.values():
         _print_store(store)
-    state = "on" if settings.memory.write_approval else "off"
+    state = "on" if memory.write_approval else "off"
     waiting = len(_pending(settings).list())
     console.print(f"write approval: {state}; pending writes: {waiting}")
 

@@ -1,13 +1,16 @@
-"""``GET /metrics``: Prometheus text built from the core's counters at scrape time."""
+"""``GET /metrics``: Prometheus text built from the core's counters at scrape time, and
+the families each feature contributes (``Contribution.metrics``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric as Family
 from prometheus_client.registry import Collector
 
+from gateway.features.base import Metric
 from gateway.runtime import Gateway
 
 
@@ -15,7 +18,7 @@ class _GatewayCollector(Collector):
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Family]:
         core = self._gateway.core
         stats = core.stats
         yield _counter("chatgate_inbound_messages", "Messages accepted", "platform", stats.inbound)
@@ -34,18 +37,26 @@ class _GatewayCollector(Collector):
         yield _gauge(
             "chatgate_db_commits", "SessionDB write transactions", self._gateway.db.commits
         )
-        reviews = self._gateway.reviews
-        if reviews is not None:
-            yield _counter("chatgate_reviews", "Background reviews", "status", reviews.outcomes)
-            yield _gauge(
-                "chatgate_reviews_running", "Background reviews in flight", reviews.running
-            )
-        cron = self._gateway.cron
-        if cron is not None:
-            yield _counter("chatgate_cron_runs", "Cron job runs", "status", cron.outcomes)
+        for metric in self._gateway.metrics():
+            yield _family(metric)
 
 
-def _counter(name: str, doc: str, label: str, values: dict[str, int]) -> CounterMetricFamily:
+def _family(metric: Metric) -> Family:
+    if isinstance(metric.values, Mapping):
+        if metric.kind == "counter":
+            return _counter(metric.name, metric.doc, metric.label, metric.values)
+        family = GaugeMetricFamily(metric.name, metric.doc, labels=[metric.label])
+        for key, value in sorted(metric.values.items()):
+            family.add_metric([key], value)
+        return family
+    if metric.kind == "counter":
+        counter = CounterMetricFamily(metric.name, metric.doc, labels=[])
+        counter.add_metric([], metric.values)
+        return counter
+    return _gauge(metric.name, metric.doc, metric.values)
+
+
+def _counter(name: str, doc: str, label: str, values: Mapping[str, float]) -> CounterMetricFamily:
     family = CounterMetricFamily(name, doc, labels=[label])
     for key, value in sorted(values.items()):
         family.add_metric([key], value)

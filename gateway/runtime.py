@@ -1,58 +1,44 @@
-"""The running gateway: SessionDB, model, core and adapters, started and stopped as one."""
+"""The running gateway: SessionDB, model, core, features and platforms, started and
+stopped as one (``open_gateway``).
+
+Start-up, in order: migrate; open the SessionDB and the model client; build the core;
+enter each enabled feature (its tools, commands, hooks and jobs join the core); start
+each platform; send what a previous process committed but did not deliver, queue what
+it accepted but did not process, let each feature pick up what it left; start the
+scheduler. Everything is entered on one ``AsyncExitStack`` and undone in reverse.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from adapters.base import Adapter
-from core import compaction
+from adapters.platform import PlatformServices, PlatformSpec
 from core.assembly import Core, CoreSettings
 from core.clock import Clock, SystemClock
-from core.compaction import CompactionSettings
-from core.cron.service import CronService
-from core.curator.service import Curator
-from core.hooks import (
-    EXTERNAL_BLOCKS,
-    INDEX_BLOCKS,
-    MEMORY_BLOCKS,
-    BeforeTurn,
-    PromptBlock,
-    TurnHooks,
-    TurnStart,
-)
+from core.hooks import TurnHooks
 from core.ingress import SessionPolicy
-from core.memory.provider import fence
-from core.memory.status import memory_status
-from core.messages import ChatTarget, InboundMessage
-from core.models.base import ChatMessage, ModelClient
+from core.models.base import ModelClient
 from core.models.factory import build_model_client
 from core.prompt.builder import TieredPromptBuilder
-from core.prompt.texts import PLATFORM_HINTS, TOOL_GUIDANCE
-from core.review.cadence import Intervals
-from core.review.service import ReviewPolicy, ReviewService
-from core.review.status import review_status
 from core.scheduler import Scheduler
-from core.search.tool import SessionSearchTool
-from core.session_state import SessionState
-from core.skills.approval import SkillApprovals
-from core.skills.commands import skill_commands
-from core.skills.slash import slash_loader
 from core.skills.store import SkillStore
-from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.db import SessionDB
-from core.store.records import InboxItem, SessionRow
 from core.store.schema_version import upgrade_schema
-from core.tasks import TaskSet
 from core.tools import Tool
-from core.turn import TurnResult
-from gateway.config import Settings
-from gateway.memory_setup import MemorySetup, memory_setup
-from gateway.scheduling import CronWiring, schedule_curator
+from gateway import platforms
+from gateway.features import FEATURES
+from gateway.features.base import Contribution, Feature, FeatureContext, Metric
+from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
+
+F = TypeVar("F")
 
 
 @dataclass(slots=True)
@@ -63,17 +49,38 @@ class Gateway:
     db: SessionDB
     core: Core
     model: ModelClient
+    scheduler: Scheduler
+    # The one writer of the home's skills folder, shared by every feature that writes it.
+    skills: SkillStore
     adapters: dict[str, Adapter] = field(default_factory=dict)
+    features: list[Feature] = field(default_factory=list)
+    contributions: list[Contribution] = field(default_factory=list)
+    # Set when a platform asks the process to end (the terminal at the end of input).
+    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
     ready: bool = False
-    reviews: ReviewService | None = None
-    scheduler: Scheduler = field(default_factory=Scheduler)
-    cron: CronService | None = None
-    curator: Curator | None = None
+
+    def feature(self, kind: type[F]) -> F:
+        """The running feature of class ``kind`` (``gateway.feature(Review).service``)."""
+        for feature in self.features:
+            if isinstance(feature, kind):
+                return feature
+        raise LookupError(f"no {kind.__name__} feature is running")
+
+    def metrics(self) -> Iterable[Metric]:
+        for contribution in self.contributions:
+            if contribution.metrics is not None:
+                yield from contribution.metrics()
 
 
 async def migrate(settings: Settings) -> None:
-    """Bring the SessionDB schema up to date (``StoreError`` when it cannot be opened)."""
+    """Bring the SessionDB schema up to date (one-line ``StoreError`` if it cannot)."""
     await upgrade_schema(settings.database_url, busy_timeout_ms=settings.database.busy_timeout_ms)
+
+
+def build_features(settings: Settings) -> list[Feature]:
+    """The enabled features for these settings; a bad setting is a ``ConfigError``."""
+    built = (spec.build(settings) for spec in FEATURES)
+    return [feature for feature in built if feature is not None]
 
 
 @asynccontextmanager
@@ -81,77 +88,36 @@ async def open_gateway(
     settings: Settings,
     adapters: Sequence[Adapter],
     *,
+    features: Sequence[Feature] | None = None,
     tools: Sequence[Tool] = (),
     clock: Clock | None = None,
     model: ModelClient | None = None,
-    memory: MemorySetup | None = None,
+    stop_requested: asyncio.Event | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Migrate, open the SessionDB, start the core and every adapter; undo all on exit."""
+    """Start the gateway (see the module docstring); stop all of it on exit.
+
+    ``features`` defaults to ``build_features(settings)``; ``tools`` are added after the
+    features' (for tests and embedders).
+    """
     clock = clock or SystemClock()
     settings.home.mkdir(parents=True, exist_ok=True)
     await migrate(settings)
     async with AsyncExitStack() as stack:
-        db = await stack.enter_async_context(
-            SessionDB(
-                settings.database_url,
-                busy_timeout_ms=settings.database.busy_timeout_ms,
-                max_batch=settings.database.max_batch,
-            )
-        )
-        if model is None:
-            model = build_model_client(settings.model_config_for_core())
-            stack.push_async_callback(model.aclose)
-        _announce_model(model)
-        hooks = TurnHooks()
-        prompts = TieredPromptBuilder(
-            settings.home,
-            identity=settings.prompt.identity,
-            context_max_chars=settings.prompt.context_max_chars,
-            tool_guidance=TOOL_GUIDANCE,
-            platform_hints=PLATFORM_HINTS,
-        )
-        core = await stack.enter_async_context(
-            Core(
-                db,
-                model,
-                prompts,
-                hooks,
-                clock,
-                {a.name: a for a in adapters},
-                _core_settings(settings),
-                caller_context_for=settings.caller_context,
-            )
-        )
-        background = TaskSet("memory-sync")
-        stack.push_async_callback(background.close)
-        cron = CronWiring(settings, db, clock) if settings.cron.enabled else None
-        # One store for every writer of the skills folder, so each write shows in the index.
-        skills = SkillStore(settings.home / "skills")
-        _wire(settings, core, db, memory or memory_setup(settings), background, skills)
-        for tool in [cron.tool, *tools] if cron is not None else tools:
-            core.tools.register(tool)
-        gateway = Gateway(settings, db, core, model, {a.name: a for a in adapters})
-        reviews = _reviews(settings, db, model, core, clock)
-        if reviews is not None:
-            stack.push_async_callback(reviews.close)
-            hooks.turn_done.append(reviews.turn_completed)
-            hooks.status_lines.append(review_status(reviews))
-        gateway.reviews = reviews
-        if cron is not None:
-            cron.bind(core)
-            cron.service.attach(gateway.scheduler, settings.cron.tick_seconds)
-            stack.push_async_callback(cron.service.aclose)
-            gateway.cron = cron.service
-        gateway.curator = schedule_curator(settings, db, model, clock, gateway.scheduler, skills)
-        before_start = await db.newest_inbox_id()
+        gateway = await _core(stack, settings, adapters, clock, model)
+        if stop_requested is not None:
+            gateway.stop_requested = stop_requested
+        for feature in build_features(settings) if features is None else features:
+            await _enter(stack, gateway, feature, clock)
+        for tool in tools:
+            gateway.core.tools.register(tool)
+        before_start = await gateway.db.newest_inbox_id()
         for adapter in adapters:
-            await adapter.start(core.ingress, core.ledger)
+            await adapter.start(gateway.core.ingress, gateway.core.ledger)
             stack.push_async_callback(adapter.stop)
-        await core.recover(up_to=before_start)
-        if reviews is not None:
-            await reviews.resume_unfinished()
-        if gateway.cron is not None:
-            await gateway.cron.recover()
+        await gateway.core.recover(up_to=before_start)
+        for contribution in gateway.contributions:
+            if contribution.recover is not None:
+                await contribution.recover()
         gateway.scheduler.start()
         stack.push_async_callback(gateway.scheduler.stop)
         gateway.ready = True
@@ -161,147 +127,88 @@ async def open_gateway(
             gateway.ready = False
 
 
-def _reviews(
+async def _core(
+    stack: AsyncExitStack,
     settings: Settings,
-    db: SessionDB,
-    model: ModelClient,
-    core: Core,
+    adapters: Sequence[Adapter],
     clock: Clock,
-) -> ReviewService | None:
-    """The background review, when it is on and has a tool to review with."""
-    intervals = Intervals(
-        memory=settings.memory.nudge_interval if settings.memory.enabled else 0,
-        skills=settings.skills.nudge_interval if settings.skills.enabled else 0,
+    model: ModelClient | None,
+) -> Gateway:
+    db = await stack.enter_async_context(
+        SessionDB(
+            settings.database_url,
+            busy_timeout_ms=settings.database.busy_timeout_ms,
+            max_batch=settings.database.max_batch,
+        )
     )
-    if not settings.review.enabled or not (intervals.memory or intervals.skills):
-        return None
-    policy = ReviewPolicy(
-        intervals=intervals,
-        concurrency=settings.review.concurrency,
-        max_iterations=settings.review.max_iterations,
-        notify=settings.review.notify,
+    if model is None:
+        model = build_model_client(settings.model_config_for_core())
+        stack.push_async_callback(model.aclose)
+    _announce_model(model)
+    hooks = TurnHooks()
+    prompts = TieredPromptBuilder(
+        settings.home,
+        identity=settings.prompt.identity,
+        context_max_chars=settings.prompt.context_max_chars,
+        tool_guidance=hooks.tool_guidance,
+        platform_hints=platforms.prompt_hints(settings),
     )
-
-    async def notify(target: ChatTarget, texts: Sequence[str], session_id: str) -> None:
-        await core.notify(target, texts, session_id=session_id)
-
-    return ReviewService(
+    senders = {adapter.name: adapter for adapter in adapters}
+    core = Core(
         db,
         model,
-        core.tools,
+        prompts,
+        hooks,
         clock,
-        policy,
-        until_idle=core.until_idle,
-        notify=notify,
+        senders,
+        _core_settings(settings),
+        caller_context_for=settings.caller_context,
     )
+    await stack.enter_async_context(core)
+    skills = SkillStore(settings.home / "skills")
+    return Gateway(settings, db, core, model, Scheduler(), skills, adapters=dict(senders))
 
 
-def _wire(
-    settings: Settings,
-    core: Core,
-    db: SessionDB,
-    memory: MemorySetup,
-    background: TaskSet,
-    skill_store: SkillStore,
-) -> None:
-    registry, commands, hooks = core.tools, core.commands, core.hooks
-    memory.register(settings, registry, commands)
-    providers = memory.providers
-    if settings.memory.enabled:
-        hooks.status_lines.append(memory_status(db))
-
-    async def started(row: SessionRow) -> None:
-        await providers.initialize(row.id, platform=row.platform, user_id=row.user_id or "")
-
-    async def recall(msg: InboundMessage, row: SessionRow) -> str | None:
-        found = await providers.prefetch(msg.text, session_id=row.id)
-        return fence(found) if found.strip() else None
-
-    async def sync(state: SessionState, item: InboxItem, result: TurnResult) -> None:
-        background.spawn(
-            providers.sync_turn(item.message.text, result.reply, session_id=state.row.id),
-            name=f"memory-sync:{item.session_key}",
-        )
-
-    hooks.session_started.append(started)
-    hooks.session_ended.append(providers.on_session_end)
-    hooks.turn_material.append(recall)
-    hooks.turn_done.append(sync)
-    hooks.prompt_blocks.append(PromptBlock(lambda _msg: memory.blocks_for(_msg), MEMORY_BLOCKS))
-    hooks.prompt_blocks.append(
-        PromptBlock(lambda _msg: providers.system_prompt_blocks(), EXTERNAL_BLOCKS)
+async def _enter(stack: AsyncExitStack, gateway: Gateway, feature: Feature, clock: Clock) -> None:
+    """Open ``feature`` and add what it contributes to the core and the scheduler."""
+    ctx = FeatureContext(
+        settings=gateway.settings,
+        db=gateway.db,
+        skills=gateway.skills,
+        model=gateway.model,
+        clock=clock,
+        core=gateway.core,
+        scheduler=gateway.scheduler,
     )
-    _wire_skills_and_search(settings, core, db, skill_store)
-    if settings.compaction.enabled:
-        hooks.before_turn.append(_compaction_hook(settings, core))
+    contribution = await stack.enter_async_context(feature.open(ctx))
+    _add(gateway.core, gateway.scheduler, contribution)
+    gateway.features.append(feature)
+    gateway.contributions.append(contribution)
 
 
-def _wire_skills_and_search(
-    settings: Settings, core: Core, db: SessionDB, skill_store: SkillStore
-) -> None:
-    registry, commands, hooks = core.tools, core.commands, core.hooks
-    if settings.search.enabled:
-        registry.register(
-            SessionSearchTool(
-                db.search,
-                allow_global=settings.search.allow_global,
-                owners=settings.search.owners,
-            )
-        )
-    approvals = SkillApprovals(settings.home, skill_store)
-    skills = SkillTools(
-        skill_store,
-        disabled=settings.skills.disabled,
-        approvals=approvals if settings.skills.write_approval else None,
-    )
-    if settings.skills.enabled:
-        for skill_tool in skills.tools(enabled_tools=[*registry.names(), *SKILL_TOOL_NAMES]):
-            registry.register(skill_tool)
-        for command in skill_commands(
-            lambda platform: skills.library(platform, registry.names()),
-            approvals,
-            approval=settings.skills.write_approval,
-        ):
-            commands.register(command)
-        hooks.prompt_blocks.append(
-            PromptBlock(lambda msg: [skills.index(msg.platform, registry.names())], INDEX_BLOCKS)
-        )
-        load = slash_loader(settings.home / "skills", settings.skills.disabled, registry.names)
-
-        async def skill(msg: InboundMessage, row: SessionRow) -> str | None:
-            return await load(msg.text, msg.platform)
-
-        hooks.turn_material.append(skill)
-
-
-def _compaction_hook(settings: Settings, core: Core) -> BeforeTurn:
-    c = settings.compaction
-    policy = CompactionSettings(
-        context_window=c.context_window,
-        threshold=c.threshold,
-        keep_recent_messages=c.keep_recent_messages,
-    )
-
-    async def compact_if_due(start: TurnStart, item: InboxItem) -> None:
-        state = start.state
-        upcoming = compaction.message_chars([ChatMessage(role="user", content=item.message.text)])
-        chars = len(state.row.system_prompt) + state.history_chars() + upcoming
-        if not compaction.exceeds(policy, chars):
-            return
-        compacted = await core.sessions.compact(state, item, keep=policy.keep_recent_messages)
-        if compacted is not None:
-            start.state = compacted
-            start.notices.append(compaction.NOTICE)
-
-    return compact_if_due
+def _add(core: Core, scheduler: Scheduler, c: Contribution) -> None:
+    for tool in c.tools:
+        core.tools.register(tool)
+    for command in c.commands:
+        core.commands.register(command)
+    hooks = core.hooks
+    hooks.tool_guidance.update(c.guidance)
+    hooks.prompt_blocks.extend(c.prompt_blocks)
+    hooks.before_turn.extend(c.before_turn)
+    hooks.turn_material.extend(c.turn_material)
+    hooks.turn_done.extend(c.turn_done)
+    hooks.session_started.extend(c.session_started)
+    hooks.session_ended.extend(c.session_ended)
+    hooks.status_lines.extend(c.status_lines)
+    for job in c.jobs:
+        scheduler.every(job.id, job.name, job.every_seconds, job.check, first_in=job.first_in)
 
 
 def _core_settings(settings: Settings) -> CoreSettings:
-    per_user = settings.discord.group_sessions_per_user
     return CoreSettings(
         sessions=SessionPolicy(
             group_sessions_per_user=settings.sessions.group_sessions_per_user,
-            by_platform={} if per_user is None else {"discord": per_user},
+            by_platform=platforms.group_sessions_by_platform(settings),
         ),
         idle_worker_seconds=settings.sessions.idle_worker_seconds,
         max_iterations=settings.sessions.max_iterations,
@@ -316,3 +223,17 @@ def _announce_model(model: ModelClient) -> None:
         )
     else:
         log.info("model: %s via %s", model.model, model.provider)
+
+
+def platform_services(settings: Settings, clock: Clock, stop: asyncio.Event) -> PlatformServices:
+    """What platform factories get: the home, the clock, and a way to end the process."""
+    return PlatformServices(home=settings.home, now=clock.now, request_stop=stop.set)
+
+
+async def run_interactive(settings: Settings, spec: PlatformSpec[Any]) -> None:
+    """``chatgate chat``: the gateway with only ``spec``'s adapter, until it asks to stop."""
+    clock, stop = SystemClock(), asyncio.Event()
+    services = platform_services(settings, clock, stop)
+    adapters = platforms.build_adapters(settings, [spec], services)
+    async with open_gateway(settings, adapters, clock=clock, stop_requested=stop):
+        await stop.wait()

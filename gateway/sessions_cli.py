@@ -132,7 +132,7 @@ def _scope(chat: str, user: str) -> SearchScope:
         return SearchScope(platform="", chat_id="", thread_id=None, user_id="", mode="all")
     platform, _, chat_id = chat.partition(":")
     if not (platform and chat_id):
-        err.print("--chat must look like PLATFORM:CHAT_ID, e.g. telegram:12345", markup=False)
+        err.print("--chat must look like PLATFORM:CHAT_ID, e.g. webhook:support-42", markup=False)
         raise typer.Exit(2)
     return SearchScope(
         platform, chat_id, thread_id=None, user_id=user, mode="user" if user else "chat"

@@ -23,6 +23,7 @@ from core.skills.store import SkillStore
 from core.skills.usage import SkillRecord, SkillUsage
 from core.skills.validate import ALLOWED_FOLDERS, supporting_path
 from gateway.config import Settings, load_settings
+from gateway.features.skills import SkillsSettings
 
 skills_app = typer.Typer(
     no_args_is_help=True, help="Installed skills, their visibility and staged skill writes."
@@ -52,7 +53,9 @@ def _approvals(settings: Settings) -> SkillApprovals:
 
 
 def _library(settings: Settings, platform: str = "webhook") -> Library:
-    return skill_store(settings).library(platform, DEFAULT_TOOLS, settings.skills.disabled)
+    return skill_store(settings).library(
+        platform, DEFAULT_TOOLS, settings.section(SkillsSettings).disabled
+    )
 
 
 def _find(settings: Settings, name: str) -> Skill:
@@ -136,7 +139,12 @@ def doctor(platform: Platform = "webhook") -> None:
     """Explain why each installed skill is or is not visible to the model."""
     settings = load_settings()
     try:
-        lines = diagnose(_skills_dir(settings), platform, DEFAULT_TOOLS, settings.skills.disabled)
+        lines = diagnose(
+            _skills_dir(settings),
+            platform,
+            DEFAULT_TOOLS,
+            settings.section(SkillsSettings).disabled,
+        )
     except OSError as exc:
         err.print(f"cannot read {_skills_dir(settings)}: {exc}", markup=False)
         raise typer.Exit(1) from None

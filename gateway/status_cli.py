@@ -18,7 +18,11 @@ from core.store.cron import CronJob
 from core.store.db import SessionDB
 from core.store.location import redacted_url
 from gateway.config import Settings, load_settings
-from gateway.curator_cli import build_curator
+from gateway.features.cron import CronSettings
+from gateway.features.curator import CuratorSettings, build_curator
+from gateway.features.memory import MemorySettings
+from gateway.features.review import ReviewSettings
+from gateway.features.skills import SkillsSettings
 from gateway.skills_cli import skill_store
 
 console = Console(highlight=False)
@@ -34,12 +38,14 @@ def status() -> None:
 
 
 async def _show(settings: Settings) -> None:
+    curator_on = settings.section(CuratorSettings).enabled
     async with SessionDB(settings.database_url) as db:
         active = await db.active_session_count()
         done = await db.reviews.count_done()
         curator = build_curator(settings, db, skill_store(settings))
-        gate = await curator.gate() if settings.curator.enabled else None
-        jobs = await db.cron.next_runs(limit=50) if settings.cron.enabled else []
+        gate = await curator.gate() if curator_on else None
+        cron_on = settings.section(CronSettings).enabled
+        jobs = await db.cron.next_runs(limit=50) if cron_on else []
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
     console.print(f"home:      {settings.home}", markup=False)
@@ -48,31 +54,32 @@ async def _show(settings: Settings) -> None:
     console.print(f"sessions:  {active} active; reviews done: {done}", markup=False)
     console.print("\nscheduler jobs:", markup=False)
     table = Table("job", "every", "next run (UTC)", "notes")
-    r, m, s = settings.review, settings.memory, settings.skills
-    if r.enabled:
-        cadence = []
-        if m.enabled and m.nudge_interval:
-            cadence.append(f"memory every {m.nudge_interval} turns")
-        if s.enabled and s.nudge_interval:
-            cadence.append(f"skills every {s.nudge_interval} tool steps")
-        table.add_row("background review", "after a reply", "per session", "; ".join(cadence))
-    else:
-        table.add_row("background review", "-", "-", "disabled")
-    if settings.cron.enabled:
-        table.add_row("cron jobs", _every(settings.cron.tick_seconds), "at each look", "")
+    table.add_row("background review", *_review_row(settings))
+    cron = settings.section(CronSettings)
+    if cron.enabled:
+        table.add_row("cron jobs", _every(cron.tick_seconds), "at each look", "")
     if gate is not None:
         note = "due now" if gate.due else gate.reason
-        table.add_row(
-            "curator check",
-            _every(settings.curator.check_minutes * 60),
-            _utc(gate.next_due_at) if gate.next_due_at else "-",
-            note,
-        )
+        every = _every(settings.section(CuratorSettings).check_minutes * 60)
+        next_run = _utc(gate.next_due_at) if gate.next_due_at else "-"
+        table.add_row("curator check", every, next_run, note)
     else:
         table.add_row("curator check", "-", "-", "disabled")
     for job in jobs:
         table.add_row(f"cron {job.id}", job.schedule, _utc(job.next_run_at), _job_note(job))
     console.print(table)
+
+
+def _review_row(settings: Settings) -> tuple[str, str, str]:
+    if not settings.section(ReviewSettings).enabled:
+        return "-", "-", "disabled"
+    m, s = settings.section(MemorySettings), settings.section(SkillsSettings)
+    cadence = []
+    if m.enabled and m.nudge_interval:
+        cadence.append(f"memory every {m.nudge_interval} turns")
+    if s.enabled and s.nudge_interval:
+        cadence.append(f"skills every {s.nudge_interval} tool steps")
+    return "after a reply", "per session", "; ".join(cadence)
 
 
 def _job_note(job: CronJob) -> str:

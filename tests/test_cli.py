@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 
-from gateway.config import Settings, load_settings
+from gateway.config import load_settings, settings_model
 from migrations.runner import head_revision
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.loopback import free_port
@@ -67,10 +67,12 @@ def test_init_writes_a_commented_config(home: Path) -> None:
     assert str(path) in result.stdout.replace("\n", "")
     text = path.read_text(encoding="utf-8")
     assert text.count("#") > 10
-    for section in ("server:", "database:", "model:", "webhook:", "sessions:"):
-        assert section in text
+    model = settings_model()
+    sections = [name for name in model.model_fields if name != "home"]
+    for section in ("server", "database", "model", "webhook", "sessions", *sections):
+        assert f"\n{section}:" in f"\n{text}", section  # every section is documented
     # The starter config is valid and means the defaults.
-    assert load_settings(home, {}) == Settings(home=home.resolve())
+    assert load_settings(home, {}) == model(home=home.resolve())
 
 
 def test_init_refuses_to_overwrite_without_force(home: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from core.clock import ManualClock
 from core.cron.service import CronService
+from gateway.features.cron import Cron
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.test_cli import chatgate
@@ -19,7 +20,7 @@ TASK = "Summarise the open pull requests"
 
 
 def cron_of(gw: RunningGateway) -> CronService:
-    service = gw.gateway.cron
+    service = gw.gateway.feature(Cron).service
     assert service is not None
     return service
 

@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from core.clock import ManualClock
-from core.curator import Curator, CuratorPolicy, SkillBackups
+from core.curator.backup import SkillBackups
+from core.curator.policy import CuratorPolicy
+from core.curator.service import Curator
 from core.curator.transitions import archive_skill, restore_skill
 from core.errors import TransitionError
 from core.skills.manage import apply_operations

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.clock import ManualClock
-from core.curator import Curator, CuratorPolicy
+from core.curator.policy import CuratorPolicy
+from core.curator.service import Curator
 from core.models.base import ModelClient, ModelConfig
 from core.models.factory import build_model_client
 from core.skills.store import SkillStore

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,11 +12,12 @@ from typing import Any
 
 import pytest
 
-import adapters.discord
+import adapters.discord.adapter
+from adapters.discord import SPEC as DISCORD
+from core.clock import SystemClock
 from core.errors import ConfigError
-from gateway.app import discord_adapter
 from gateway.config import load_settings
-from gateway.runtime import open_gateway
+from gateway.runtime import open_gateway, platform_services
 from tests.fakes.discord_server import (
     BOT_USER,
     DEFAULT_USER,
@@ -328,7 +328,7 @@ async def test_a_stop_right_after_ready_leaves_no_discord_task_and_no_on_ready(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # discord.py holds on_ready back until no guild arrived for this long: stop within it.
-    monkeypatch.setattr(adapters.discord, "GUILD_READY_SECONDS", 1.0)
+    monkeypatch.setattr(adapters.discord.adapter, "GUILD_READY_SECONDS", 1.0)
     caplog.set_level(logging.INFO, logger="adapters.discord")
     async with FakeDiscord() as dc:
         async with discord_gateway(home, dc, fake_openai):
@@ -343,8 +343,10 @@ async def test_a_rejected_token_stops_start_up(home: Path, fake_openai: FakeOpen
     async with FakeDiscord() as dc:
         env = {**fake_openai.gateway_env(), **dc.gateway_env(DISCORD_BOT_TOKEN="wrong")}
         settings = load_settings(home, env)
+        services = platform_services(settings, SystemClock(), asyncio.Event())
+        adapter = DISCORD.adapter(settings.platform("discord"), services)
         with pytest.raises(ConfigError, match="discord.bot_token"):
-            async with open_gateway(settings, [discord_adapter(settings, time.time)]):
+            async with open_gateway(settings, [adapter]):
                 pass
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.discord_format import MAX_MESSAGE_CHARS, render, tables_to_lists
+from adapters.discord.format import MAX_MESSAGE_CHARS, render, tables_to_lists
 
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 

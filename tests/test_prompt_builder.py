@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters import telegram
 from core.prompt.builder import CallerContext, PromptContext, TieredPromptBuilder
-from core.prompt.texts import DEFAULT_IDENTITY, PLATFORM_HINTS, TASK_COMPLETION, TOOL_GUIDANCE
+from core.prompt.texts import DEFAULT_IDENTITY, TASK_COMPLETION
+from gateway.features import memory, search
+
+TOOL_GUIDANCE = {"memory": memory.GUIDANCE, "session_search": search.GUIDANCE}
+PLATFORM_HINTS = {"telegram": telegram.PROMPT_HINT}
 
 T0 = 1_796_011_200.0  # a Monday
 

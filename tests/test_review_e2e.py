@@ -9,7 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core.review.service import ReviewService
+from gateway.features.review import Review
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 
@@ -23,7 +26,7 @@ description: Use when imports need sorting in a Python file
 
 
 def reviews_of(gw: RunningGateway) -> ReviewService:
-    service = gw.gateway.reviews
+    service = gw.gateway.feature(Review).service
     assert service is not None
     return service
 
@@ -281,7 +284,8 @@ async def test_reviews_can_be_switched_off(home: Path, fake_openai: FakeOpenAISe
     (home / "config.yaml").write_text("memory:\n  nudge_interval: 1\nreview:\n  enabled: false\n")
     async with running_gateway(home, fake_openai.gateway_env()) as gw:
         await chat(gw, 3)
-        assert gw.gateway.reviews is None
+        with pytest.raises(LookupError):
+            gw.gateway.feature(Review)
         status = (await gw.say("/status")).json()["replies"][0]["text"]
     assert fake_openai.requests_for(REVIEW) == []
     assert "Background review" not in status

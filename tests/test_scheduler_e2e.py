@@ -7,13 +7,14 @@ from pathlib import Path
 
 from core.clock import ManualClock
 from core.curator.service import Curator
+from gateway.features.curator import CuratorFeature
 from tests.curator_helpers import DAY, HOUR, T0, add_skill
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 
 
 def curator_of(gw: RunningGateway) -> Curator:
-    curator = gw.gateway.curator
+    curator = gw.gateway.feature(CuratorFeature).curator
     assert curator is not None
     return curator
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from core.curator.service import Curator
 from core.skills.approval import SkillApprovals
 from core.skills.store import SkillStore
+from gateway.features.curator import CuratorFeature
 from tests.curator_helpers import add_skill
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
@@ -31,7 +32,7 @@ def system_prompt(fake_openai: FakeOpenAIServer, said: str) -> str:
 
 
 def curator_of(gw: RunningGateway) -> Curator:
-    curator = gw.gateway.curator
+    curator = gw.gateway.feature(CuratorFeature).curator
     assert curator is not None
     return curator
 

@@ -8,7 +8,7 @@ import telegramify_markdown
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.telegram_format import TELEGRAM_LIMIT, Chunk, plain, plain_chunk, render
+from adapters.telegram.format import TELEGRAM_LIMIT, Chunk, plain, plain_chunk, render
 
 LANGUAGES = ["python", "bash", "json"]
 

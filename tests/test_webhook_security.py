@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.webhook_auth import sign
+from adapters.webhook.auth import sign
 from tests.gateway_server import RunningGateway, running_gateway
 
 SECRET = "global-secret"

@@ -192,7 +192,7 @@ def _checked_deliver(text: str, creator: Creator) -> str:
     if isinstance(target, Origin) and creator.origin is None:
         raise CronError(
             "A job made from the shell has no chat of origin: give a delivery target "
-            "such as 'webhook/ROUTE:CHAT_ID', 'telegram:CHAT_ID' or 'file:PATH'."
+            "such as 'PLATFORM:CHAT_ID', 'webhook/ROUTE:CHAT_ID' or 'file:PATH'."
         )
     return format_target(target)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+import core.curator.transitions as transitions
 from core.clock import Clock
-from core.curator import transitions
 from core.curator.backup import SkillBackups
 from core.curator.consolidate import ConsolidationResult, Consolidator
 from core.curator.policy import CuratorPolicy

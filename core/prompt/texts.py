@@ -1,7 +1,8 @@
-"""Fixed texts of the stable tier: identity, tool guidance, task completion, platforms.
+"""Fixed texts of the stable tier: the built-in identity and the task-completion rule.
 
 They change only with a new chatgate release, so they lead the prompt: the longest
-byte-identical prefix shared by every session of every chat.
+byte-identical prefix shared by every session of every chat. Each tool's guidance comes
+from the feature that offers the tool, each platform's hint from its registry entry.
 """
 
 from __future__ import annotations
@@ -12,47 +13,8 @@ DEFAULT_IDENTITY = (
     "plainly when you do not know something."
 )
 
-# Guidance for each tool, included only when the tool is enabled (keyed by tool name).
-TOOL_GUIDANCE = {
-    "memory": (
-        "You have a bounded, persistent memory (the `memory` tool). Save durable facts that "
-        "will matter in later sessions: the user's stable preferences and details about "
-        "themselves go to target 'user', your own notes about the environment and lessons "
-        "learned go to target 'memory'. Do not save one-off task state or whole "
-        "conversations. Writes take effect in the next session's prompt, not this one."
-    ),
-    "session_search": (
-        "Past conversations are stored and searchable with `session_search`. When the user "
-        "refers to something from an earlier conversation, search before guessing."
-    ),
-    "skills_list": (
-        "Skills are procedures saved for reuse. When the skills index lists one that matches "
-        "the task, even partly, load it with `skill_view` before starting."
-    ),
-}
-
 TASK_COMPLETION = (
     "Finish what you are asked within this turn when you can. When you use tools, keep "
     "going until the task is done or you are blocked, then say what you did and what, if "
     "anything, is left. Never claim to have done something you did not do."
 )
-
-PLATFORM_HINTS = {
-    "webhook": (
-        "Replies go back over an HTTP webhook as plain text; the receiving system may not "
-        "render markdown, so keep formatting simple."
-    ),
-    "terminal": (
-        "You are talking in a terminal. Plain text and light markdown render well; keep "
-        "lines short and avoid wide tables."
-    ),
-    "telegram": (
-        "You are on Telegram. Messages over 4,096 characters are split; markdown is "
-        "converted for Telegram (bold, italic, code, links; no tables or headings), so "
-        "prefer short paragraphs and lists."
-    ),
-    "discord": (
-        "You are on Discord. Messages over 2,000 characters are split; Discord markdown "
-        "works (bold, italic, code blocks, lists) but tables do not."
-    ),
-}

@@ -22,15 +22,11 @@ from pathlib import Path
 import aiohttp
 import discord
 
-from adapters.courtesy import (
-    RefusalLimiter,
-    TypingIndicator,
-    not_downloaded,
-    save_attachment,
-    too_big,
-)
-from adapters.discord_messages import Access, Ignored, Incoming, Place, Refused, decide
-from adapters.discord_send import usable
+from adapters.attachments import not_downloaded, save_attachment, too_big
+from adapters.discord.messages import Access, Ignored, Incoming, Place, Refused, decide
+from adapters.discord.send import usable
+from adapters.refusals import RefusalLimiter
+from adapters.typing_indicator import TypingIndicator
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage
 from core.tasks import TaskSet

@@ -1,4 +1,9 @@
-"""Terminal adapter: ``chatgate chat``, the quickest way to talk to the agent."""
+"""Terminal adapter: ``chatgate chat``, the quickest way to talk to the agent.
+
+It reads lines from standard input, one turn at a time (a line waits until the
+previous one's replies are printed), and prints replies as they are delivered. At the
+end of the input it asks the gateway to stop.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +11,61 @@ import asyncio
 import getpass
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI
 
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
+from core.tasks import TaskSet
+
+PROMPT = "you> "
 
 Printer = Callable[[str], None]
+Reader = Callable[[str], Awaitable[str | None]]
+
+
+async def read_line(prompt: str) -> str | None:
+    """One line from stdin without blocking the event loop; None at end of input."""
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        return None
 
 
 class TerminalAdapter:
-    """Reads lines from the terminal and prints replies (push delivery)."""
+    """See the module docstring (push delivery)."""
 
     name = "terminal"
     push = True
+    healthy = True
 
-    def __init__(self, *, chat_id: str = "local", printer: Printer = print) -> None:
+    def __init__(
+        self,
+        *,
+        chat_id: str = "local",
+        printer: Printer = print,
+        reader: Reader = read_line,
+        on_end: Callable[[], None] = lambda: None,
+    ) -> None:
         self._chat_id = chat_id
         self._user = getpass.getuser()
         self._print = printer
+        self._read = reader
+        self._on_end = on_end
         self._inbox: Inbox | None = None
-
-    healthy = True
+        self._tasks = TaskSet("terminal")
 
     def install(self, app: FastAPI) -> None:
         return None  # no HTTP routes
 
     async def start(self, inbox: Inbox, ledger: DeliveryLedger) -> None:
         self._inbox = inbox
+        self._tasks.spawn(self._conversation(), name="input")
 
     async def stop(self) -> None:
+        await self._tasks.close()
         self._inbox = None
 
     async def send(self, msg: OutboundMessage) -> str | None:
@@ -62,10 +90,10 @@ class TerminalAdapter:
         accepted = await self._inbox.accept(msg)
         await self._inbox.replies(accepted.item)
 
-
-async def read_line(prompt: str) -> str | None:
-    """One line from stdin without blocking the event loop; None at end of input."""
-    try:
-        return await asyncio.to_thread(input, prompt)
-    except EOFError:
-        return None
+    async def _conversation(self) -> None:
+        try:
+            while (line := await self._read(PROMPT)) is not None:
+                if line.strip():
+                    await self.say(line)
+        finally:
+            self._on_end()

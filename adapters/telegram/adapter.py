@@ -8,7 +8,7 @@
   A second poller on the token (409 Conflict) is reported and retried with backoff.
 - **Webhook mode.** ``setWebhook`` with a secret token; ``POST /telegram/{path}`` on the
   gateway's own app checks ``X-Telegram-Bot-Api-Secret-Token`` in constant time.
-- **Replies.** Markdown becomes text plus entities (``adapters.telegram_format``), split
+- **Replies.** Markdown becomes text plus entities (``adapters.telegram.format``), split
   at 4,096 UTF-16 units without cutting an entity; a chunk whose formatting Telegram
   rejects is resent plain. A reply goes to the message's topic. ``RetryAfter`` waits the
   given time; a blocked bot (403) makes the reply ``Undeliverable``; other errors leave
@@ -42,15 +42,10 @@ from telegram.error import (
 )
 from telegram.request import HTTPXRequest
 
-from adapters.courtesy import (
-    RefusalLimiter,
-    TypingIndicator,
-    not_downloaded,
-    save_attachment,
-    too_big,
-)
-from adapters.telegram_send import ReplySender, retry_seconds
-from adapters.telegram_updates import (
+from adapters.attachments import not_downloaded, save_attachment, too_big
+from adapters.refusals import RefusalLimiter
+from adapters.telegram.send import ReplySender, retry_seconds
+from adapters.telegram.updates import (
     Access,
     BotIdentity,
     FileRef,
@@ -60,6 +55,7 @@ from adapters.telegram_updates import (
     TooOld,
     decide,
 )
+from adapters.typing_indicator import TypingIndicator
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger

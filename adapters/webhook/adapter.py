@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from adapters.webhook_auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from core.errors import RequestRefused, SignatureError, StoreError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger

@@ -32,7 +32,7 @@ from typing import Protocol
 import aiohttp
 import discord
 
-from adapters.discord_messages import Access
+from adapters.discord.messages import Access
 from core.errors import CatchUpIncomplete
 from core.inbox import Inbox
 

@@ -8,15 +8,15 @@
   client gives up, or looks deaf, a fresh one takes its place. If the privileged
   Message Content intent is not enabled for the bot, it connects without it: mentions
   and DMs still carry their text.
-- **Ingest** (``adapters.discord_ingest``): each message is committed to the inbox,
+- **Ingest** (``adapters.discord.ingest``): each message is committed to the inbox,
   unique on its message id, before it is processed.
-- **Nothing lost** (``adapters.discord_catchup``): after every new session (READY),
+- **Nothing lost** (``adapters.discord.catchup``): after every new session (READY),
   history is read from the newest message stored before the connection was lost. A
   message that could not be stored is read again the same way, soon.
-- **Health** (``adapters.discord_watchdog``): ``healthy`` (``/readyz``) is False from a
+- **Health** (``adapters.discord.watchdog``): ``healthy`` (``/readyz``) is False from a
   disconnect until READY or RESUMED; a deaf connection is replaced.
-- **Replies** (``adapters.discord_send``) and **slash commands**
-  (``adapters.discord_commands``).
+- **Replies** (``adapters.discord.send``) and **slash commands**
+  (``adapters.discord.commands``).
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from fastapi import FastAPI
 
-from adapters.discord_catchup import CatchUp, Scope
-from adapters.discord_commands import SlashCommands
-from adapters.discord_ingest import Ingester, IngestRules
-from adapters.discord_messages import Access
-from adapters.discord_send import Interactions, ReplySender
-from adapters.discord_watchdog import Watchdog
+from adapters.discord.catchup import CatchUp, Scope
+from adapters.discord.commands import SlashCommands
+from adapters.discord.ingest import Ingester, IngestRules
+from adapters.discord.messages import Access
+from adapters.discord.send import Interactions, ReplySender
+from adapters.discord.watchdog import Watchdog
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger

@@ -21,8 +21,8 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord_messages import Place, place_of
-from adapters.discord_send import Interactions, OpenInteraction
+from adapters.discord.messages import Place, place_of
+from adapters.discord.send import Interactions, OpenInteraction
 
 log = logging.getLogger(__name__)
 

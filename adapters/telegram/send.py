@@ -1,6 +1,6 @@
 """Sending one reply to Telegram: Markdown to formatted chunks, each sent at most once.
 
-A reply becomes one message per chunk (``adapters.telegram_format``). A chunk whose
+A reply becomes one message per chunk (``adapters.telegram.format``). A chunk whose
 formatting Telegram rejects is resent plain, a vanished topic falls back to the chat
 (``fallbacks``), ``RetryAfter`` is waited out; a blocked bot or another permanent refusal
 makes the reply ``Undeliverable`` (and the chat is not tried again until the person writes),
@@ -27,7 +27,7 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters.reply_parts import PartProgress
-from adapters.telegram_format import Chunk, plain_chunk, render
+from adapters.telegram.format import Chunk, plain_chunk, render
 from core.errors import DeliveryError, Undeliverable
 from core.messages import OutboundMessage
 

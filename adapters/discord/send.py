@@ -1,6 +1,6 @@
 """Sending one reply to Discord: chunks of at most 2,000 characters, each sent once.
 
-A reply becomes one message per chunk (``adapters.discord_format``): fences reopened
+A reply becomes one message per chunk (``adapters.discord.format``): fences reopened
 with their language, tables as lists. The first chunk references the message it
 answers. An answer to a slash command goes through the interaction (its first
 response, the deferred placeholder, then follow-ups) while the interaction lives,
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import discord
 
-from adapters.discord_format import render
+from adapters.discord.format import render
 from adapters.reply_parts import PartProgress
 from core.errors import DeliveryError, Undeliverable
 from core.messages import OutboundMessage

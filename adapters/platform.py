@@ -1,0 +1,91 @@
+"""What a platform package gives the registry: one ``PlatformSpec``.
+
+See ``adapters.registry`` for how specs are found, and ``docs/architecture.md`` for the
+steps of adding a platform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from adapters.base import Adapter
+from core.messages import InboundMessage
+from core.prompt.builder import CallerContext
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class Section(BaseModel):
+    """A settings section (a platform's, a feature's): unknown keys are errors, not
+    silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def split_commas(value: object) -> object:
+    """A list from the environment: ``"12345,@alice"`` -> ``["12345", "@alice"]``."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformServices:
+    """What the gateway hands a platform's factory besides its settings."""
+
+    # $CHATGATE_HOME; files a platform downloads go under cache/<platform>/.
+    home: Path
+    now: Callable[[], float]
+    # Ends the process the way Ctrl-C would (the terminal at the end of its input).
+    request_stop: Callable[[], None]
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSpec(Generic[S]):
+    """One platform, as the registry lists it. See the module docstring."""
+
+    name: str
+    settings: type[S]
+    build: Callable[[S, PlatformServices], Adapter]
+    # Whether ``chatgate run`` starts it with these settings (a token set, say).
+    enabled: Callable[[S], bool]
+    # Environment variable -> key of the section it sets (``{"X_TOKEN": "token"}``).
+    env: Mapping[str, str] = field(default_factory=dict)
+    prompt_hint: str = ""
+    # Whether its adapter adds HTTP routes to the gateway's app (``Adapter.install``).
+    mounts_routes: bool = False
+    # The commented ``<name>:`` block ``chatgate init`` writes (empty: none).
+    starter_config: str = ""
+    # Settings that only make sense together; raises ``ConfigError`` naming the key.
+    check: Callable[[S], None] | None = None
+    # Library loggers whose lower levels carry secrets or message text: logger name ->
+    # the lowest level let through (``{"somelib": logging.INFO}``).
+    quiet_loggers: Mapping[str, int] = field(default_factory=dict)
+    # Overrides ``sessions.group_sessions_per_user`` for this platform (None: follow it).
+    group_sessions_per_user: Callable[[S], bool | None] | None = None
+    # The system message and workspace a new session starts with (a webhook route's).
+    caller_context: Callable[[S, InboundMessage], CallerContext] | None = None
+    # For a platform ``chatgate chat`` talks through: the key its ``--chat-id`` sets.
+    # Such a platform is never started by ``chatgate run``.
+    interactive: str | None = None
+
+    def section(self, value: BaseModel) -> S:
+        """``value`` as this platform's settings model (it was validated as one)."""
+        if not isinstance(value, self.settings):
+            raise TypeError(f"{self.name}: expected {self.settings.__name__}")
+        return value
+
+    def adapter(self, value: BaseModel, services: PlatformServices) -> Adapter:
+        return self.build(self.section(value), services)
+
+    def is_enabled(self, value: BaseModel) -> bool:
+        return self.interactive is None and self.enabled(self.section(value))

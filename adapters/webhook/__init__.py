@@ -1,0 +1,69 @@
+"""The HTTP webhook: any system that can POST JSON talks to the agent (``adapter``).
+
+On by default; ``webhook.enabled: false`` turns it off. Each route may carry its own
+secret, system message and workspace.
+"""
+
+from __future__ import annotations
+
+from adapters.base import Adapter
+from adapters.platform import PlatformServices, PlatformSpec
+from adapters.webhook.adapter import WebhookAdapter, WebhookOptions
+from adapters.webhook.settings import WebhookSettings
+from core.messages import InboundMessage
+from core.prompt.builder import CallerContext
+
+PROMPT_HINT = (
+    "Replies go back over an HTTP webhook as plain text; the receiving system may not "
+    "render markdown, so keep formatting simple."
+)
+
+STARTER_CONFIG = """\
+webhook:
+  enabled: true
+  # secret: ...            # [CHATGATE_WEBHOOK_SECRET] require HMAC-signed requests
+  max_body_bytes: 1048576  # larger bodies get 413
+  max_skew_seconds: 300    # signed requests older or newer than this get 401
+  wait_timeout_seconds: 120  # a waiting request answers 202 after this long
+  routes: {}               # per-route settings, e.g.
+  #   support:
+  #     secret: ...        # overrides the global secret for /webhook/support
+  #     system_message: "You answer customer questions about ACME routers."
+  #     workspace: /srv/acme  # project context for this route's sessions
+"""
+
+
+def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
+    options = WebhookOptions(
+        secret=hook.secret.get_secret_value() if hook.secret else None,
+        route_secrets={
+            name: route.secret.get_secret_value()
+            for name, route in hook.routes.items()
+            if route.secret is not None
+        },
+        max_body_bytes=hook.max_body_bytes,
+        max_skew_seconds=hook.max_skew_seconds,
+        wait_timeout_seconds=hook.wait_timeout_seconds,
+    )
+    return WebhookAdapter(options, now=services.now)
+
+
+def caller_context(hook: WebhookSettings, msg: InboundMessage) -> CallerContext:
+    """A route's system message and workspace, for new sessions of its chats."""
+    route = hook.routes.get(msg.route or "")
+    if route is None:
+        return CallerContext()
+    return CallerContext(system_message=route.system_message, workspace=route.workspace)
+
+
+SPEC = PlatformSpec(
+    name="webhook",
+    settings=WebhookSettings,
+    build=build,
+    enabled=lambda hook: hook.enabled,
+    env={"CHATGATE_WEBHOOK_SECRET": "secret"},
+    prompt_hint=PROMPT_HINT,
+    mounts_routes=True,
+    starter_config=STARTER_CONFIG,
+    caller_context=caller_context,
+)

@@ -1,0 +1,30 @@
+"""The gateway's features, in the order they contribute (tools, commands, hooks).
+
+Adding a feature is one module here and one entry in ``FEATURES``; see
+``gateway.features.base`` for the protocol and ``docs/architecture.md`` for the steps.
+"""
+
+from __future__ import annotations
+
+from gateway.features import (
+    compaction,
+    cron,
+    curator,
+    memory,
+    memory_provider,
+    review,
+    search,
+    skills,
+)
+from gateway.features.base import FeatureSpec
+
+FEATURES: tuple[FeatureSpec, ...] = (
+    memory.SPEC,
+    memory_provider.SPEC,
+    search.SPEC,
+    skills.SPEC,
+    compaction.SPEC,
+    review.SPEC,
+    curator.SPEC,
+    cron.SPEC,
+)

@@ -1,0 +1,56 @@
+"""The gateway's side of the platform registry: which adapters run, and what the core
+and the logs need to know about each platform."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from adapters.base import Adapter
+from adapters.platform import PlatformServices, PlatformSpec
+from core.errors import ConfigError
+from gateway.settings import Settings
+
+
+def enabled(settings: Settings) -> list[PlatformSpec[Any]]:
+    """The platforms ``chatgate run`` starts with these settings, in registry order."""
+    return [s for s in settings.platforms.values() if s.is_enabled(settings.platform(s.name))]
+
+
+def interactive(settings: Settings) -> PlatformSpec[Any]:
+    """The platform ``chatgate chat`` talks through."""
+    for spec in settings.platforms.values():
+        if spec.interactive is not None:
+            return spec
+    raise ConfigError("platforms", "no interactive platform is registered for chatgate chat")
+
+
+def build_adapters(
+    settings: Settings, specs: Iterable[PlatformSpec[Any]], services: PlatformServices
+) -> list[Adapter]:
+    return [spec.adapter(settings.platform(spec.name), services) for spec in specs]
+
+
+def prompt_hints(settings: Settings) -> dict[str, str]:
+    """Each platform's hint for the stable prompt tier (size and format rules)."""
+    return {name: spec.prompt_hint for name, spec in settings.platforms.items() if spec.prompt_hint}
+
+
+def group_sessions_by_platform(settings: Settings) -> dict[str, bool]:
+    """Platforms that override ``sessions.group_sessions_per_user``."""
+    found: dict[str, bool] = {}
+    for name, spec in settings.platforms.items():
+        if spec.group_sessions_per_user is not None:
+            value = spec.group_sessions_per_user(spec.section(settings.platform(name)))
+            if value is not None:
+                found[name] = value
+    return found
+
+
+def quiet_loggers(settings: Settings) -> None:
+    """Keep the lower levels of libraries that log secrets or message text off."""
+    for spec in settings.platforms.values():
+        for name, lowest in spec.quiet_loggers.items():
+            logger = logging.getLogger(name)
+            logger.setLevel(max(lowest, logging.root.level, logger.level))

@@ -1,0 +1,180 @@
+"""The typed settings of one chatgate profile: the core's sections and the base model.
+
+``Settings`` holds the sections every gateway has (``server``, ``database``, ``model``,
+``sessions``, ``prompt``). Features and platforms bring sections of their own, declared
+in their own modules; ``gateway.config`` composes them into the model a profile is
+read into, so a section is reached by its model, not by a name written here:
+``settings.section(MemorySettings)``, or for a platform ``settings.platform("name")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+
+from adapters.platform import PlatformSpec, Section, split_commas
+from core.errors import ConfigError
+from core.messages import InboundMessage
+from core.models.base import ModelConfig
+from core.prompt.builder import CallerContext
+
+S = TypeVar("S", bound=BaseModel)
+
+__all__ = ["CORE_ENV", "Section", "Settings", "split_commas"]
+
+
+class ServerSettings(Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class DatabaseSettings(Section):
+    # Empty means SQLite at $CHATGATE_HOME/state.db.
+    url: str = ""
+    busy_timeout_ms: int = Field(default=5000, ge=0)
+    # Group commit: how many queued writes share one transaction at most.
+    max_batch: int = Field(default=256, ge=1, le=10_000)
+
+    @field_validator("url")
+    @classmethod
+    def _known_driver(cls, value: str) -> str:
+        allowed = ("sqlite", "postgresql", "postgres")
+        if value and value.split(":", 1)[0].split("+", 1)[0] not in allowed:
+            raise ValueError("must be a sqlite:// or postgresql:// URL")
+        return value
+
+
+class ModelSettings(Section):
+    provider: Literal["auto", "offline", "openai", "anthropic"] = "auto"
+    name: str = ""
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    retry_base_seconds: float = Field(default=0.5, ge=0)
+    retry_max_seconds: float = Field(default=30.0, ge=0)
+    stream: bool = False
+    max_tokens: int = Field(default=4096, ge=1)
+
+
+class SessionSettings(Section):
+    group_sessions_per_user: bool = True
+    max_iterations: int = Field(default=20, ge=1, le=200)
+    idle_worker_seconds: float = Field(default=300.0, gt=0)
+
+
+class PromptSettings(Section):
+    identity: str = ""
+    # The folder whose project context (AGENTS.md, CLAUDE.md, ...) every session reads.
+    workspace: Path | None = None
+    # Per chat, keyed "platform:chat_id"; wins over the route's and the profile's.
+    chat_workspaces: dict[str, Path] = Field(default_factory=dict)
+    context_max_chars: int = Field(default=20_000, ge=1000, le=200_000)
+
+
+class Settings(Section):
+    """The whole configuration of one chatgate profile (see the module docstring)."""
+
+    # Filled by ``gateway.config.settings_model`` on the composed model.
+    section_names: ClassVar[Mapping[type[BaseModel], str]] = {}
+    platforms: ClassVar[Mapping[str, PlatformSpec[Any]]] = {}
+
+    home: Path
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
+    prompt: PromptSettings = Field(default_factory=PromptSettings)
+
+    def section(self, model: type[S]) -> S:
+        """The section whose model is ``model`` (a feature's or a platform's)."""
+        name = self.section_names.get(model)
+        value = getattr(self, name, None) if name is not None else None
+        if not isinstance(value, model):
+            raise KeyError(f"{model.__name__} is not a section of these settings")
+        return value
+
+    def platform(self, name: str) -> BaseModel:
+        """The ``<name>:`` section of the platform called ``name``."""
+        value = getattr(self, name, None) if name in self.platforms else None
+        if not isinstance(value, BaseModel):
+            raise KeyError(f"no platform {name!r} in these settings")
+        return value
+
+    @property
+    def database_url(self) -> str:
+        return self.database.url or f"sqlite+aiosqlite:///{self.home / 'state.db'}"
+
+    def caller_context(self, msg: InboundMessage) -> CallerContext:
+        """The system message and workspace a new session of ``msg``'s chat starts with:
+        the chat's workspace wins over the platform's (a webhook route's), which wins
+        over the profile's."""
+        spec = self.platforms.get(msg.platform)
+        given = CallerContext()
+        if spec is not None and spec.caller_context is not None:
+            given = spec.caller_context(self.platform(msg.platform), msg)
+        workspace = (
+            self.prompt.chat_workspaces.get(f"{msg.platform}:{msg.chat_id}")
+            or given.workspace
+            or self.prompt.workspace
+        )
+        return CallerContext(
+            system_message=given.system_message,
+            workspace=workspace.expanduser() if workspace else None,
+        )
+
+    def model_config_for_core(self) -> ModelConfig:
+        """Resolve ``model.provider: auto`` and map the settings onto ``ModelConfig``."""
+        m = self.model
+        provider = m.provider
+        if provider == "auto":
+            provider = _auto_provider(m)
+        key = m.anthropic_api_key if provider == "anthropic" else m.api_key
+        if provider == "anthropic" and key is None:
+            raise ConfigError("model.anthropic_api_key", "required for provider anthropic")
+        if provider == "openai" and key is None and not m.base_url:
+            raise ConfigError("model.api_key", "required for provider openai without base_url")
+        return ModelConfig(
+            provider=provider,
+            model=m.name or _default_model(provider),
+            base_url=m.base_url,
+            api_key=key.get_secret_value() if key else None,
+            timeout_seconds=m.timeout_seconds,
+            max_retries=m.max_retries,
+            retry_base_seconds=m.retry_base_seconds,
+            retry_max_seconds=m.retry_max_seconds,
+            stream=m.stream,
+            max_tokens=m.max_tokens,
+        )
+
+
+def _auto_provider(m: ModelSettings) -> Literal["offline", "openai", "anthropic"]:
+    if m.base_url or m.api_key:
+        return "openai"
+    if m.anthropic_api_key:
+        return "anthropic"
+    return "offline"
+
+
+def _default_model(provider: str) -> str:
+    return {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}.get(provider, "offline")
+
+
+# Environment variable -> dotted setting of the core's sections; features and platforms
+# name their own. Env wins over config.yaml.
+CORE_ENV: dict[str, str] = {
+    "CHATGATE_HOST": "server.host",
+    "CHATGATE_PORT": "server.port",
+    "CHATGATE_LOG_LEVEL": "server.log_level",
+    "CHATGATE_DATABASE_URL": "database.url",
+    "CHATGATE_MODEL": "model.name",
+    "CHATGATE_MODEL_PROVIDER": "model.provider",
+    "OPENAI_BASE_URL": "model.base_url",
+    "OPENAI_API_KEY": "model.api_key",
+    "ANTHROPIC_API_KEY": "model.anthropic_api_key",
+}
