@@ -1,7 +1,8 @@
 """``chatgate skills``: the SKILL.md library from the shell, and why each skill is visible or not.
 
-Visibility is judged as the gateway would judge it: the platform given (``webhook`` by
-default), the gateway's default tool set and ``skills.disabled`` from the settings.
+Visibility is judged as the gateway would judge it: the platform given (by default the
+first built-in, the embedded default), the gateway's default tool set and
+``skills.disabled`` from the settings.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from adapters import registry
 from core.errors import SkillRefused
 from core.skills.approval import ApprovalOutcome, SkillApprovals
 from core.skills.doctor import diagnose, format_report
@@ -32,6 +34,7 @@ console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 DEFAULT_TOOLS = ("memory", "session_search", "skills_list", "skill_view", "skill_manage")
+DEFAULT_PLATFORM = registry.BUILTIN[0].name
 DESCRIPTION_CHARS = 60
 Platform = Annotated[str, typer.Option(help="judge visibility for this platform")]
 Name = Annotated[str, typer.Argument(help="the skill's name")]
@@ -52,7 +55,7 @@ def _approvals(settings: Settings) -> SkillApprovals:
     return SkillApprovals(settings.home, skill_store(settings))
 
 
-def _library(settings: Settings, platform: str = "webhook") -> Library:
+def _library(settings: Settings, platform: str = DEFAULT_PLATFORM) -> Library:
     return skill_store(settings).library(
         platform, DEFAULT_TOOLS, settings.section(SkillsSettings).disabled
     )
@@ -67,7 +70,7 @@ def _find(settings: Settings, name: str) -> Skill:
 
 
 @skills_app.command("list")
-def list_skills(platform: Platform = "webhook") -> None:
+def list_skills(platform: Platform = DEFAULT_PLATFORM) -> None:
     """Every installed skill with its visibility, usage, provenance and pin."""
     settings = load_settings()
     skills = _library(settings, platform).skills
@@ -135,7 +138,7 @@ def adopt(name: Name) -> None:
 
 
 @skills_app.command("doctor")
-def doctor(platform: Platform = "webhook") -> None:
+def doctor(platform: Platform = DEFAULT_PLATFORM) -> None:
     """Explain why each installed skill is or is not visible to the model."""
     settings = load_settings()
     try:

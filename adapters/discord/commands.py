@@ -61,8 +61,7 @@ class SlashCommands:
         command: app_commands.Command[Any, ..., None] = app_commands.Command(
             name=name, description=(summary or name)[:100], callback=invoked
         )
-        command._params["arguments"].description = "what follows the command, if anything"
-        return command
+        return app_commands.describe(arguments="what follows the command, if anything")(command)
 
     async def handle(self, interaction: discord.Interaction, text: str) -> None:
         """Store the command; answer with its reply if that comes quickly, else defer.
