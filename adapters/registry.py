@@ -62,6 +62,11 @@ def platforms() -> dict[str, AnySpec]:
     return found
 
 
+def forget_installed() -> None:
+    """Look for installed platforms afresh at the next lookup (after an install in-process)."""
+    _entry_point_specs.cache_clear()
+
+
 @cache  # installed packages do not change while the process runs
 def _entry_point_specs() -> tuple[AnySpec, ...]:
     specs: list[AnySpec] = []
