@@ -9,13 +9,14 @@ Discord, terminal) send replies themselves and report progress to the
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from fastapi import FastAPI
+from typing import TYPE_CHECKING, Protocol
 
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import OutboundMessage
+
+if TYPE_CHECKING:  # only annotations: the CLI imports this without the HTTP stack
+    from fastapi import FastAPI
 
 
 class Adapter(Protocol):

@@ -63,7 +63,7 @@ class Core:
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
         self.stats = CoreStats()
-        self.runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
+        runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
         self.sessions = SessionKeeper(
             db,
             model,
@@ -77,7 +77,7 @@ class Core:
         self.outbox = Outbox(db, clock, senders)
         host = CoreCommandHost(db, self.sessions, self.commands, hooks, model)
         processor = TurnProcessor(
-            db, self.runner, self.sessions, hooks, host, self.outbox, clock, self.stats
+            db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats
         )
         self._router: SessionRouter[Work] = SessionRouter(
             processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds

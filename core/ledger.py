@@ -12,11 +12,13 @@ Adapters only ever report here: they never call back into the inbox.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.clock import Clock
-from core.store.db import SessionDB
 from core.tasks import TaskSet
+
+if TYPE_CHECKING:  # only annotations: adapters import the protocol without the store
+    from core.store.db import SessionDB
 
 
 class DeliveryLedger(Protocol):

@@ -37,8 +37,8 @@ def create_app(
     a one-line configuration error rather than a failed start-up.
     """
     features = build_features(settings)
-    stop = asyncio.Event()
-    services = platform_services(settings, clock or SystemClock(), stop)
+    # No platform served by ``chatgate run`` ends the process itself; uvicorn's signals do.
+    services = platform_services(settings, clock or SystemClock(), asyncio.Event())
     specs = platforms.enabled(settings)
     adapters = platforms.build_adapters(settings, specs, services)
 
@@ -51,7 +51,6 @@ def create_app(
             tools=tools,
             clock=clock,
             model=model,
-            stop_requested=stop,
         ) as gw:
             app.state.gateway = gw
             # Start-up has built what lives as long as the process: imported modules,

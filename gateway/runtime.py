@@ -55,8 +55,6 @@ class Gateway:
     adapters: dict[str, Adapter] = field(default_factory=dict)
     features: list[Feature] = field(default_factory=list)
     contributions: list[Contribution] = field(default_factory=list)
-    # Set when a platform asks the process to end (the terminal at the end of input).
-    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
     ready: bool = False
 
     def feature(self, kind: type[F]) -> F:
@@ -92,7 +90,6 @@ async def open_gateway(
     tools: Sequence[Tool] = (),
     clock: Clock | None = None,
     model: ModelClient | None = None,
-    stop_requested: asyncio.Event | None = None,
 ) -> AsyncIterator[Gateway]:
     """Start the gateway (see the module docstring); stop all of it on exit.
 
@@ -104,8 +101,6 @@ async def open_gateway(
     await migrate(settings)
     async with AsyncExitStack() as stack:
         gateway = await _core(stack, settings, adapters, clock, model)
-        if stop_requested is not None:
-            gateway.stop_requested = stop_requested
         for feature in build_features(settings) if features is None else features:
             await _enter(stack, gateway, feature, clock)
         for tool in tools:
@@ -235,5 +230,5 @@ async def run_interactive(settings: Settings, spec: PlatformSpec[Any]) -> None:
     clock, stop = SystemClock(), asyncio.Event()
     services = platform_services(settings, clock, stop)
     adapters = platforms.build_adapters(settings, [spec], services)
-    async with open_gateway(settings, adapters, clock=clock, stop_requested=stop):
+    async with open_gateway(settings, adapters, clock=clock):
         await stop.wait()

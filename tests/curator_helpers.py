@@ -8,16 +8,26 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from core.curator.service import Curator
 from core.messages import InboundMessage
 from core.skills.usage import CreatedBy, SkillUsage
 from core.store.db import SessionDB
 from core.store.engine import create_engines
 from core.store.tx import insert_sql
+from gateway.features.curator import CuratorFeature
 from migrations.runner import upgrade
+from tests.gateway_server import RunningGateway
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0
 HOUR = 3_600.0
+
+
+def curator_of(gw: RunningGateway) -> Curator:
+    """The running gateway's Curator."""
+    curator = gw.gateway.feature(CuratorFeature).curator
+    assert curator is not None
+    return curator
 
 
 def when(at: float) -> datetime:

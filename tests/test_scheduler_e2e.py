@@ -6,17 +6,9 @@ import json
 from pathlib import Path
 
 from core.clock import ManualClock
-from core.curator.service import Curator
-from gateway.features.curator import CuratorFeature
-from tests.curator_helpers import DAY, HOUR, T0, add_skill
+from tests.curator_helpers import DAY, HOUR, T0, add_skill, curator_of
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import RunningGateway, running_gateway
-
-
-def curator_of(gw: RunningGateway) -> Curator:
-    curator = gw.gateway.feature(CuratorFeature).curator
-    assert curator is not None
-    return curator
+from tests.gateway_server import running_gateway
 
 
 async def test_the_gateway_schedules_the_cron_look_and_the_curator_check(

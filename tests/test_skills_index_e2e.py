@@ -10,13 +10,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from core.curator.service import Curator
 from core.skills.approval import SkillApprovals
 from core.skills.store import SkillStore
-from gateway.features.curator import CuratorFeature
-from tests.curator_helpers import add_skill
+from tests.curator_helpers import add_skill, curator_of
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.gateway_server import RunningGateway, running_gateway
+from tests.gateway_server import running_gateway
 
 SURVEY = "Candidate skills (curator-managed)"
 
@@ -29,12 +27,6 @@ def system_prompt(fake_openai: FakeOpenAIServer, said: str) -> str:
     """The system prompt of the session that answered ``said``."""
     content: str = fake_openai.requests_for(said)[0]["messages"][0]["content"]
     return content
-
-
-def curator_of(gw: RunningGateway) -> Curator:
-    curator = gw.gateway.feature(CuratorFeature).curator
-    assert curator is not None
-    return curator
 
 
 async def test_an_approved_skill_is_in_the_next_sessions_index(

@@ -5,12 +5,8 @@ Never started by ``chatgate run``; ``chatgate chat --chat-id`` picks the convers
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
-
 from adapters.base import Adapter
 from adapters.platform import PlatformServices, PlatformSpec, Section
-from adapters.terminal.adapter import TerminalAdapter
 
 PROMPT_HINT = (
     "You are talking in a terminal. Plain text and light markdown render well; keep "
@@ -29,6 +25,12 @@ class TerminalSettings(Section):
 
 
 def build(settings: TerminalSettings, services: PlatformServices) -> Adapter:
+    # Imported here: settings are read by every CLI command, the terminal runs in one.
+    from rich.console import Console
+    from rich.markup import escape
+
+    from adapters.terminal.adapter import TerminalAdapter
+
     console = Console()
 
     def show(text: str) -> None:

@@ -12,13 +12,15 @@ import getpass
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-
-from fastapi import FastAPI
+from typing import TYPE_CHECKING
 
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
 from core.tasks import TaskSet
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 PROMPT = "you> "
 

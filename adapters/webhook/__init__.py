@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from adapters.base import Adapter
 from adapters.platform import PlatformServices, PlatformSpec
-from adapters.webhook.adapter import WebhookAdapter, WebhookOptions
 from adapters.webhook.settings import WebhookSettings
 from core.messages import InboundMessage
 from core.prompt.builder import CallerContext
@@ -34,6 +33,9 @@ webhook:
 
 
 def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
+    # Imported here: settings are read by every CLI command, the HTTP adapter serves one.
+    from adapters.webhook.adapter import WebhookAdapter, WebhookOptions
+
     options = WebhookOptions(
         secret=hook.secret.get_secret_value() if hook.secret else None,
         route_secrets={
