@@ -4,7 +4,8 @@ ChatgateError                  every error chatgate raises on purpose
 ├── ConfigError                a setting is missing or invalid (``key``, ``reason``)
 ├── StoreError                 the SessionDB could not be read or written
 ├── DeliveryError              a reply cannot be delivered now; the outbox retries it
-│   └── Undeliverable          a reply can never be delivered (blocked bot, chat gone)
+│   ├── Undeliverable          a reply can never be delivered (blocked bot, chat gone)
+│   └── DeliveryRateLimited    the platform asked for a pause (``retry_after`` seconds)
 ├── ModelError                 a model provider call failed (``provider``, ``status``)
 │   ├── TransientModelError    worth retrying (``retry_after`` when the provider named one)
 │   │   ├── RateLimited        429; ``retry_after`` seconds when the provider said
@@ -74,6 +75,15 @@ class DeliveryError(ChatgateError):
 
 class Undeliverable(DeliveryError):
     """A reply can never be delivered (the person blocked the bot, the chat is gone)."""
+
+
+class DeliveryRateLimited(DeliveryError):
+    """The platform refused a send for now and named the pause (``retry_after`` seconds),
+    which ``core.retry`` honours."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 # -- models --------------------------------------------------------------------------

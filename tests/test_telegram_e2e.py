@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from adapters.telegram import send as telegram_send
 from core.errors import ConfigError
+from core.retry import RetryPolicy
 from gateway.config import load_settings
 from tests.fakes.loopback import free_port
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -153,6 +155,28 @@ async def test_rate_limits_are_waited_out_and_a_blocked_user_is_not_retried(
     [failed] = rows(home, "SELECT chat_id, error FROM outbox WHERE status = 'failed'")
     assert failed["chat_id"] == str(blocked["id"])
     assert "blocked" in failed["error"]
+
+
+async def test_a_chunk_still_rate_limited_after_its_waits_is_left_to_the_outbox(
+    home: Path,
+    fake_openai: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One wait per chunk instead of four, so the test waits one Retry-After, not four.
+    monkeypatch.setattr(telegram_send, "RATE_LIMIT_WAITS", RetryPolicy(1, 0.0, 300.0))
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.fail("sendMessage", status=429, retry_after=1, times=2)
+        tg.push_update(tg.private_message("hi"))
+        [reply] = await tg.wait_sent(1)
+
+    assert reply.text == "echo: hi"
+    # Two sends (the second after the named pause), then the outbox's retry: one message.
+    assert tg.calls.count("sendMessage") == 3
+    handed_over = [r for r in caplog.records if "not sent yet" in r.getMessage()]
+    assert len(handed_over) == 1
+    [row] = rows(home, "SELECT status FROM outbox")
+    assert row["status"] == "delivered"
 
 
 async def test_updates_queued_while_down_are_answered_once_and_stale_ones_skipped(

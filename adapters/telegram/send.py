@@ -10,7 +10,7 @@ failure are skipped on the retry, after a restart too (``adapters.reply_parts``)
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import warnings
 from datetime import timedelta
@@ -28,13 +28,16 @@ from telegram.warnings import PTBDeprecationWarning
 
 from adapters.reply_parts import PartProgress
 from adapters.telegram.format import Chunk, plain_chunk, render
-from core.errors import DeliveryError, Undeliverable
+from core.errors import DeliveryError, DeliveryRateLimited, Undeliverable
 from core.messages import OutboundMessage
+from core.retry import RetryPolicy, retry_async
 
 log = logging.getLogger(__name__)
 
-SEND_ATTEMPTS = 5  # RetryAfter waits per chunk before the outbox takes over
 MAX_RETRY_AFTER_SECONDS = 300.0
+# Sends of one chunk while Telegram answers 429, each after the pause it names; then the
+# outbox takes over (with its own backoff).
+RATE_LIMIT_WAITS = RetryPolicy(attempts=4, base_seconds=0.0, max_seconds=MAX_RETRY_AFTER_SECONDS)
 
 
 class ReplySender:
@@ -66,38 +69,52 @@ class ReplySender:
             else None
         )
         tries = fallbacks(chunk, int(msg.thread_id) if msg.thread_id else None)
-        waits = 0
-        while True:
-            candidate, thread = tries[0]
+        for index, (candidate, thread) in enumerate(tries):
             try:
-                sent = await self._bot.send_message(
-                    int(msg.chat_id),
-                    candidate.text,
-                    entities=list(candidate.entities) or None,
-                    message_thread_id=thread,
-                    reply_parameters=reply,
+                return await retry_async(
+                    functools.partial(self._send_once, msg, candidate, thread, reply),
+                    policy=RATE_LIMIT_WAITS,
+                    retry_on=(DeliveryRateLimited,),
                 )
-                return str(sent.message_id)
-            except RetryAfter as exc:
-                await asyncio.sleep(min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS))
-                waits += 1
-                if waits == SEND_ATTEMPTS:
-                    raise DeliveryError("telegram: still rate-limited after several waits") from exc
-            except Forbidden as exc:
-                self._unreachable.add(msg.chat_id)
-                raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
-            except ChatMigrated as exc:
-                raise Undeliverable(
-                    f"telegram chat {msg.chat_id} became supergroup {exc.new_chat_id}"
-                ) from exc
             except BadRequest as exc:
-                refused = tries.pop(0)
-                if not tries:
+                if index + 1 == len(tries):
                     raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
-                change = _change(refused, tries[0])
+                change = _change((candidate, thread), tries[index + 1])
                 log.warning("telegram: bad request (%s); resending %s", exc, change)
-            except (NetworkError, TelegramError) as exc:
-                raise DeliveryError(f"telegram: {exc}") from exc
+        raise AssertionError("fallbacks() always offers the chunk as given")
+
+    async def _send_once(
+        self,
+        msg: OutboundMessage,
+        chunk: Chunk,
+        thread: int | None,
+        reply: ReplyParameters | None,
+    ) -> str:
+        """One ``sendMessage``; Telegram's errors as chatgate's (``BadRequest`` is left to
+        the caller, which falls back)."""
+        try:
+            sent = await self._bot.send_message(
+                int(msg.chat_id),
+                chunk.text,
+                entities=list(chunk.entities) or None,
+                message_thread_id=thread,
+                reply_parameters=reply,
+            )
+        except RetryAfter as exc:
+            pause = min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS)
+            raise DeliveryRateLimited("telegram: rate-limited", retry_after=pause) from exc
+        except Forbidden as exc:
+            self._unreachable.add(msg.chat_id)
+            raise Undeliverable(f"telegram chat {msg.chat_id}: {exc.message}") from exc
+        except ChatMigrated as exc:
+            raise Undeliverable(
+                f"telegram chat {msg.chat_id} became supergroup {exc.new_chat_id}"
+            ) from exc
+        except BadRequest:
+            raise
+        except (NetworkError, TelegramError) as exc:
+            raise DeliveryError(f"telegram: {exc}") from exc
+        return str(sent.message_id)
 
 
 def fallbacks(chunk: Chunk, thread: int | None) -> list[tuple[Chunk, int | None]]:
