@@ -35,7 +35,6 @@ import asyncio
 import copy
 import email.parser
 import email.policy
-import hashlib
 import itertools
 import json
 import re
@@ -43,7 +42,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl
@@ -55,13 +53,56 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.telegram_payloads import (
+    DEFAULT_BOT_USERNAME,
+    DEFAULT_GROUP_ID,
+    DEFAULT_TOKEN,
+    DEFAULT_USER,
+    Json,
+    MessageBuildersMixin,
+    StoredFile,
+    edited,
+    entity,
+    entity_for,
+    group_chat,
+    make_user,
+    private_chat,
+    synthetic_chat,
+    update_kind,
+    utf16_len,
+)
 
-Json = dict[str, Any]
+__all__ = [
+    "BLOCKED_BY_USER",
+    "CONFLICT_OTHER_POLL",
+    "CONFLICT_WEBHOOK",
+    "DEFAULT_BOT_USERNAME",
+    "DEFAULT_GROUP_ID",
+    "DEFAULT_TOKEN",
+    "DEFAULT_USER",
+    "KICKED_FROM_GROUP",
+    "MAX_DOWNLOAD_BYTES",
+    "MAX_MESSAGE_UTF16",
+    "ApiCall",
+    "ApiError",
+    "ChatAction",
+    "Edit",
+    "FakeTelegram",
+    "Failure",
+    "Json",
+    "SentMessage",
+    "StoredFile",
+    "WebhookState",
+    "edited",
+    "entity",
+    "entity_for",
+    "group_chat",
+    "make_user",
+    "private_chat",
+    "update_kind",
+    "utf16_len",
+]
 
-DEFAULT_TOKEN = "123456789:AAFakeTokenForChatgateTests_0123456789"
-DEFAULT_BOT_USERNAME = "chatgate_test_bot"
-DEFAULT_USER: Json = {"id": 5550001, "is_bot": False, "first_name": "Ada", "username": "ada"}
-DEFAULT_GROUP_ID = -1001234567890
 MAX_MESSAGE_UTF16 = 4096
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 
@@ -233,17 +274,6 @@ class WebhookState:
     delete_count: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class StoredFile:
-    """A file the test registered; ``getFile`` describes it, the file route serves it."""
-
-    file_id: str
-    file_unique_id: str
-    file_path: str
-    data: bytes
-    file_size: int
-
-
 @dataclass(slots=True)
 class _Poll:
     """The getUpdates request currently being served (a newer one ends it with 409)."""
@@ -252,86 +282,10 @@ class _Poll:
     superseded: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-# -- builders that need no fake -----------------------------------------------------------
-
-
-def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, Telegram's unit for lengths and entity offsets."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def make_user(
-    user_id: int = DEFAULT_USER["id"],
-    *,
-    first_name: str = "Ada",
-    username: str | None = "ada",
-    is_bot: bool = False,
-) -> Json:
-    """A ``User`` object."""
-    user: Json = {"id": user_id, "is_bot": is_bot, "first_name": first_name}
-    if username is not None:
-        user["username"] = username
-    return user
-
-
-def private_chat(user: Json) -> Json:
-    """The private ``Chat`` between the bot and ``user``."""
-    chat: Json = {"id": user["id"], "type": "private", "first_name": user["first_name"]}
-    if "username" in user:
-        chat["username"] = user["username"]
-    return chat
-
-
-def group_chat(
-    chat_id: int = DEFAULT_GROUP_ID,
-    *,
-    title: str = "Test group",
-    supergroup: bool = True,
-    is_forum: bool = False,
-) -> Json:
-    """A group or supergroup ``Chat``; ``is_forum`` makes it a supergroup with topics."""
-    chat: Json = {"id": chat_id, "type": "supergroup" if supergroup else "group", "title": title}
-    if is_forum:
-        chat["type"] = "supergroup"
-        chat["is_forum"] = True
-    return chat
-
-
-def entity(kind: str, offset: int, length: int, **extra: Any) -> Json:
-    """A ``MessageEntity``; offsets and lengths are in UTF-16 code units."""
-    return {"type": kind, "offset": offset, "length": length, **extra}
-
-
-def entity_for(text: str, part: str, kind: str, **extra: Any) -> Json:
-    """An entity covering the first occurrence of ``part`` in ``text``."""
-    start = text.index(part)
-    return entity(kind, utf16_len(text[:start]), utf16_len(part), **extra)
-
-
-def edited(update: Json, *, edit_date: int | None = None) -> Json:
-    """The same message delivered as an ``edited_message`` update (a new update id)."""
-    message = copy.deepcopy(update["message"])
-    message["edit_date"] = edit_date if edit_date is not None else message["date"] + 1
-    return {"edited_message": message}
-
-
-def _timestamp(date: int | datetime | None) -> int:
-    if date is None:
-        return int(time.time())
-    if isinstance(date, datetime):
-        return int(date.timestamp())
-    return date
-
-
-def update_kind(update: Json) -> str:
-    """The update's type: the one key other than ``update_id``."""
-    return next(key for key in update if key != "update_id")
-
-
 # -- the fake -----------------------------------------------------------------------------
 
 
-class FakeTelegram:
+class FakeTelegram(MessageBuildersMixin):
     """A scripted Telegram Bot API server; use as ``async with``.
 
     ``token`` is the only token accepted (others get 401); the bot's id is the token's
@@ -634,231 +588,6 @@ class FakeTelegram:
         async with httpx.AsyncClient(timeout=10) as client:
             return await client.post(target, content=json.dumps(queued), headers=headers)
 
-    # -- builders -------------------------------------------------------------------------
-
-    def message(
-        self,
-        chat: Json,
-        text: str | None = None,
-        *,
-        sender: Json | None = None,
-        entities: list[Json] | None = None,
-        date: int | datetime | None = None,
-        message_id: int | None = None,
-        **extra: Any,
-    ) -> Json:
-        """A ``Message`` object (not an update) in ``chat`` from ``sender``."""
-        message: Json = {
-            "message_id": message_id if message_id is not None else next(self._message_ids),
-            "from": sender if sender is not None else DEFAULT_USER,
-            "chat": chat,
-            "date": _timestamp(date),
-        }
-        if text is not None:
-            message["text"] = text
-        if entities:
-            message["entities"] = entities
-        message.update(extra)
-        return message
-
-    def bot_message(self, chat: Json, text: str = "earlier bot answer") -> Json:
-        """A message the bot sent earlier in ``chat`` (a target for replies)."""
-        message = self.message(chat, text, sender=self.bot_user)
-        self.chats.setdefault(chat["id"], chat)
-        self.messages[(chat["id"], message["message_id"])] = message
-        return message
-
-    def private_message(
-        self, text: str, *, user: Json | None = None, date: int | datetime | None = None
-    ) -> Json:
-        """An update: ``user`` (default ``DEFAULT_USER``) writes ``text`` to the bot."""
-        sender = user or DEFAULT_USER
-        return {"message": self.message(private_chat(sender), text, sender=sender, date=date)}
-
-    def group_message(
-        self,
-        text: str,
-        *,
-        user: Json | None = None,
-        chat: Json | None = None,
-        mention: bool = False,
-        reply_to: Json | None = None,
-        reply_to_bot: bool = False,
-        date: int | datetime | None = None,
-        **extra: Any,
-    ) -> Json:
-        """An update: a message in a group (default: a supergroup, ``DEFAULT_GROUP_ID``).
-
-        ``mention`` prefixes ``@botname`` with a mention entity; ``reply_to`` makes it a
-        reply to that message, ``reply_to_bot`` a reply to an earlier bot message.
-        """
-        chat = chat or group_chat()
-        entities: list[Json] = []
-        if mention:
-            handle = f"@{self.bot_username}"
-            text = f"{handle} {text}"
-            entities.append(entity("mention", 0, utf16_len(handle)))
-        if reply_to_bot:
-            reply_to = self.bot_message(chat)
-        if reply_to is not None:
-            extra["reply_to_message"] = reply_to
-        message = self.message(
-            chat, text, sender=user, entities=entities or None, date=date, **extra
-        )
-        return {"message": message}
-
-    def topic_message(
-        self,
-        text: str,
-        *,
-        thread_id: int = 77,
-        user: Json | None = None,
-        chat: Json | None = None,
-        mention: bool = False,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: a message in forum topic ``thread_id`` of a forum supergroup."""
-        chat = chat or group_chat(is_forum=True)
-        return self.group_message(
-            text,
-            user=user,
-            chat=chat,
-            mention=mention,
-            date=date,
-            message_thread_id=thread_id,
-            is_topic_message=True,
-        )
-
-    def group_reply_with_thread(
-        self,
-        text: str,
-        *,
-        user: Json | None = None,
-        chat: Json | None = None,
-        mention: bool = False,
-        reply_to_bot: bool = True,
-    ) -> Json:
-        """An update: a reply in an ordinary (non-forum) supergroup that nonetheless
-        carries a ``message_thread_id`` (the id of the replied-to thread), without
-        ``is_topic_message``. Adapters must not treat it as a topic.
-        """
-        chat = chat or group_chat()
-        update = self.group_message(
-            text, user=user, chat=chat, mention=mention, reply_to_bot=reply_to_bot
-        )
-        message = update["message"]
-        root = message.get("reply_to_message", {}).get("message_id", message["message_id"])
-        message["message_thread_id"] = root
-        return update
-
-    def command_message(
-        self,
-        command: str,
-        args: str = "",
-        *,
-        chat: Json | None = None,
-        user: Json | None = None,
-        addressed: bool = True,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: ``/command@botname args`` (``addressed=False`` drops ``@botname``).
-
-        Sent to a private chat with ``user`` unless ``chat`` is given.
-        """
-        sender = user or DEFAULT_USER
-        word = f"/{command.lstrip('/')}" + (f"@{self.bot_username}" if addressed else "")
-        text = f"{word} {args}" if args else word
-        entities = [entity("bot_command", 0, utf16_len(word))]
-        target = chat or private_chat(sender)
-        message = self.message(target, text, sender=sender, entities=entities, date=date)
-        return {"message": message}
-
-    def photo_message(
-        self,
-        data: bytes = b"\x89PNG fake photo bytes",
-        *,
-        caption: str | None = None,
-        chat: Json | None = None,
-        user: Json | None = None,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: a photo (two sizes, both registered files) with an optional caption.
-
-        The largest size (last, as in Telegram) serves ``data``; the thumbnail serves a
-        prefix of it.
-        """
-        sender = user or DEFAULT_USER
-        thumb = self.register_file(data[: max(1, len(data) // 4)], file_path="photos/thumb.jpg")
-        full = self.register_file(data, file_path="photos/full.jpg")
-        sizes = [
-            _photo_size(thumb, 90, 90),
-            _photo_size(full, 1280, 960),
-        ]
-        extra: Json = {"photo": sizes}
-        if caption is not None:
-            extra["caption"] = caption
-        target = chat or private_chat(sender)
-        return {"message": self.message(target, sender=sender, date=date, **extra)}
-
-    def document_message(
-        self,
-        data: bytes = b"fake document contents\n",
-        *,
-        file_name: str = "notes.txt",
-        mime_type: str = "text/plain",
-        caption: str | None = None,
-        declared_size: int | None = None,
-        chat: Json | None = None,
-        user: Json | None = None,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: a document (a registered file) with an optional caption.
-
-        ``declared_size`` makes Telegram report a size other than ``len(data)`` (to test a
-        size cap without allocating the bytes).
-        """
-        sender = user or DEFAULT_USER
-        stored = self.register_file(
-            data, file_path=f"documents/{file_name}", declared_size=declared_size
-        )
-        document = {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
-            "file_name": file_name,
-            "mime_type": mime_type,
-            "file_size": stored.file_size,
-        }
-        extra: Json = {"document": document}
-        if caption is not None:
-            extra["caption"] = caption
-        target = chat or private_chat(sender)
-        return {"message": self.message(target, sender=sender, date=date, **extra)}
-
-    def register_file(
-        self,
-        data: bytes,
-        *,
-        file_path: str | None = None,
-        file_id: str | None = None,
-        declared_size: int | None = None,
-    ) -> StoredFile:
-        """Store bytes the fake will describe with ``getFile`` and serve for download."""
-        number = next(self._file_ids)
-        file_id = file_id or f"FAKEFILE{number:04d}"
-        digest = hashlib.sha256(data).hexdigest()[:12]
-        path = file_path or f"files/file_{number}"
-        stem, dot, suffix = path.rpartition(".")
-        unique_path = f"{stem}_{number}.{suffix}" if dot else f"{path}_{number}"
-        stored = StoredFile(
-            file_id=file_id,
-            file_unique_id=f"U{digest}",
-            file_path=unique_path,
-            data=data,
-            file_size=declared_size if declared_size is not None else len(data),
-        )
-        self.files[file_id] = stored
-        return stored
-
     # -- serving --------------------------------------------------------------------------
 
     async def _api(self, request: Request) -> Response:
@@ -1123,7 +852,7 @@ class FakeTelegram:
             number = int(chat_id)
         except (TypeError, ValueError):
             raise ApiError(400, "Bad Request: chat not found") from None
-        return self.chats.get(number) or _synthetic_chat(number)
+        return self.chats.get(number) or synthetic_chat(number)
 
     def _checked_thread(self, chat: Json, params: Json) -> int | None:
         thread_id = _int_param(params, "message_thread_id")
@@ -1347,20 +1076,3 @@ def _scope_key(scope: Any) -> str:
     if not scope:
         return json.dumps({"type": "default"})
     return json.dumps(scope, sort_keys=True)
-
-
-def _synthetic_chat(chat_id: int) -> Json:
-    if chat_id > 0:
-        return {"id": chat_id, "type": "private", "first_name": "User"}
-    kind = "supergroup" if str(chat_id).startswith("-100") else "group"
-    return {"id": chat_id, "type": kind, "title": "Chat"}
-
-
-def _photo_size(stored: StoredFile, width: int, height: int) -> Json:
-    return {
-        "file_id": stored.file_id,
-        "file_unique_id": stored.file_unique_id,
-        "width": width,
-        "height": height,
-        "file_size": stored.file_size,
-    }
