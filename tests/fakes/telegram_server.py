@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import email.parser
-import email.policy
 import itertools
 import json
 import re
@@ -44,7 +42,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import parse_qsl
 
 import httpx
 from starlette.applications import Starlette
@@ -70,6 +67,17 @@ from tests.fakes.telegram_payloads import (
     synthetic_chat,
     update_kind,
     utf16_len,
+)
+from tests.fakes.telegram_wire import (
+    BLOCKED_BY_USER,
+    CONFLICT_OTHER_POLL,
+    CONFLICT_WEBHOOK,
+    DEFAULT_DESCRIPTIONS,
+    KICKED_FROM_GROUP,
+    ApiError,
+    decode_parameters,
+    error_response,
+    int_param,
 )
 
 __all__ = [
@@ -106,27 +114,6 @@ __all__ = [
 MAX_MESSAGE_UTF16 = 4096
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 
-CONFLICT_OTHER_POLL = (
-    "Conflict: terminated by other getUpdates request; "
-    "make sure that only one bot instance is running"
-)
-CONFLICT_WEBHOOK = (
-    "Conflict: can't use getUpdates method while webhook is active; "
-    "use deleteWebhook to delete the webhook first"
-)
-BLOCKED_BY_USER = "Forbidden: bot was blocked by the user"
-KICKED_FROM_GROUP = "Forbidden: bot was kicked from the supergroup chat"
-
-_DEFAULT_DESCRIPTIONS = {
-    400: "Bad Request: fake failure",
-    401: "Unauthorized",
-    403: BLOCKED_BY_USER,
-    404: "Not Found",
-    409: CONFLICT_OTHER_POLL,
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
 
 # Update types Telegram delivers when allowed_updates is empty or never given.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
@@ -173,38 +160,10 @@ _CHAT_ACTIONS = frozenset(
     }
 )
 
-# Parameters Telegram types as strings: form-encoded values of these are never JSON-decoded
-# (PTB sends strings raw and everything else JSON-encoded).
-_STRING_PARAMS = frozenset(
-    {
-        "text",
-        "caption",
-        "parse_mode",
-        "url",
-        "secret_token",
-        "action",
-        "file_id",
-        "language_code",
-        "inline_message_id",
-        "ip_address",
-        "business_connection_id",
-        "message_effect_id",
-    }
-)
 
 _MARKDOWN_V2_MARKUP = frozenset("*_~|[]()")
 _MARKDOWN_V2_RESERVED = frozenset("_*[]()~`>#+-=|{}.!")
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
-
-
-class ApiError(Exception):
-    """A Bot API error answer: raised inside a handler, turned into the error envelope."""
-
-    def __init__(self, status: int, description: str, retry_after: int | None = None) -> None:
-        super().__init__(description)
-        self.status = status
-        self.description = description
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,7 +460,7 @@ class FakeTelegram(MessageBuildersMixin):
             retry_after = 1 if retry_after is None else retry_after
             default = f"Too Many Requests: retry after {retry_after}"
         else:
-            default = _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
+            default = DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
         failure = Failure(status, description or default, retry_after)
         name = self._canonical.get(method.lower(), method)
         self._failures.setdefault(name, deque()).extend([None] * after + [failure] * times)
@@ -592,19 +551,19 @@ class FakeTelegram(MessageBuildersMixin):
 
     async def _api(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
-            return _error(ApiError(401, "Unauthorized"))
+            return error_response(ApiError(401, "Unauthorized"))
         name = self._canonical.get(str(request.path_params["method"]).lower())
-        params = await _parameters(request)
+        params = await decode_parameters(request)
         self.requests.append(ApiCall(name or request.path_params["method"], params))
         self._notify()
         if name is None:
             self._notify()
-            return _error(ApiError(404, "Not Found"))
+            return error_response(ApiError(404, "Not Found"))
         try:
             self._raise_injected(name)
             result = await self._handlers[name](params)
         except ApiError as error:
-            return _error(error)
+            return error_response(error)
         finally:
             self._notify()
         return JSONResponse({"ok": True, "result": result})
@@ -618,11 +577,11 @@ class FakeTelegram(MessageBuildersMixin):
 
     async def _download(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
-            return _error(ApiError(401, "Unauthorized"))
+            return error_response(ApiError(401, "Unauthorized"))
         path = request.path_params["file_path"]
         stored = next((f for f in self.files.values() if f.file_path == path), None)
         if stored is None:
-            return _error(ApiError(404, "Not Found"))
+            return error_response(ApiError(404, "Not Found"))
         return Response(stored.data, media_type="application/octet-stream")
 
     # -- methods --------------------------------------------------------------------------
@@ -636,11 +595,11 @@ class FakeTelegram(MessageBuildersMixin):
     async def _get_updates(self, params: Json) -> list[Json]:
         if self.webhook.url:
             raise ApiError(409, CONFLICT_WEBHOOK)
-        self._confirm(_int_param(params, "offset"))
+        self._confirm(int_param(params, "offset"))
         if params.get("allowed_updates") is not None:
             self.allowed_updates = list(params["allowed_updates"])
-        limit = min(max(_int_param(params, "limit") or 100, 1), 100)
-        timeout = max(_int_param(params, "timeout") or 0, 0)
+        limit = min(max(int_param(params, "limit") or 100, 1), 100)
+        timeout = max(int_param(params, "timeout") or 0, 0)
         poll = self._begin_poll()
         try:
             ready = self._deliverable(limit)
@@ -700,7 +659,7 @@ class FakeTelegram(MessageBuildersMixin):
         state.secret_token = None if secret is None else str(secret)
         state.allowed_updates = params.get("allowed_updates")
         state.drop_pending_updates = bool(params.get("drop_pending_updates"))
-        state.max_connections = _int_param(params, "max_connections")
+        state.max_connections = int_param(params, "max_connections")
         state.set_count += 1
         if state.allowed_updates is not None:
             self.allowed_updates = list(state.allowed_updates)
@@ -768,7 +727,7 @@ class FakeTelegram(MessageBuildersMixin):
             return True
         chat = self._target_chat(params)
         text, entities, parse_mode = _checked_text(params)
-        key = (chat["id"], _int_param(params, "message_id") or 0)
+        key = (chat["id"], int_param(params, "message_id") or 0)
         original = self.messages.get(key)
         if original is None or original.get("from", {}).get("id") != self.bot_id:
             raise ApiError(400, "Bad Request: message to edit not found")
@@ -855,7 +814,7 @@ class FakeTelegram(MessageBuildersMixin):
         return self.chats.get(number) or synthetic_chat(number)
 
     def _checked_thread(self, chat: Json, params: Json) -> int | None:
-        thread_id = _int_param(params, "message_thread_id")
+        thread_id = int_param(params, "message_thread_id")
         if thread_id is None:
             return None
         if not chat.get("is_forum"):
@@ -869,7 +828,7 @@ class FakeTelegram(MessageBuildersMixin):
             chat_id = reply.get("chat_id", chat["id"])
             lenient = bool(reply.get("allow_sending_without_reply"))
         else:
-            target_id = _int_param(params, "reply_to_message_id")
+            target_id = int_param(params, "reply_to_message_id")
             chat_id = chat["id"]
             lenient = bool(params.get("allow_sending_without_reply"))
         if target_id is None:
@@ -878,71 +837,6 @@ class FakeTelegram(MessageBuildersMixin):
         if target is None and not lenient:
             raise ApiError(400, "Bad Request: message to be replied not found")
         return target
-
-
-# -- request decoding ------------------------------------------------------------------------
-
-
-async def _parameters(request: Request) -> Json:
-    """Decode query string plus a JSON, form-encoded or multipart body."""
-    params: Json = {key: _decode(key, value) for key, value in request.query_params.items()}
-    body = await request.body()
-    content_type = request.headers.get("content-type", "")
-    if not body:
-        return params
-    if content_type.startswith("application/json"):
-        decoded = json.loads(body)
-        if isinstance(decoded, dict):
-            params.update(decoded)
-    elif content_type.startswith("multipart/form-data"):
-        params.update(_multipart(content_type, body))
-    else:
-        pairs = parse_qsl(body.decode(), keep_blank_values=True)
-        params.update({key: _decode(key, value) for key, value in pairs})
-    return params
-
-
-def _multipart(content_type: str, body: bytes) -> Json:
-    header = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
-    parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(header + body)
-    params: Json = {}
-    for part in parsed.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            continue
-        payload = part.get_payload(decode=True)
-        data = payload if isinstance(payload, bytes) else b""
-        if part.get_filename() is not None:
-            params[name] = data  # an uploaded file: keep the bytes
-        else:
-            params[name] = _decode(name, data.decode())
-    return params
-
-
-def _decode(name: str, value: str) -> Any:
-    if name in _STRING_PARAMS:
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
-def _int_param(params: Json, name: str) -> int | None:
-    value = params.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"Bad Request: invalid {name} specified") from None
-
-
-def _error(error: ApiError) -> Response:
-    body: Json = {"ok": False, "error_code": error.status, "description": error.description}
-    if error.retry_after is not None:
-        body["parameters"] = {"retry_after": error.retry_after}
-    return JSONResponse(body, status_code=error.status)
 
 
 # -- validation --------------------------------------------------------------------------------
