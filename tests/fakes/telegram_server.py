@@ -50,6 +50,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.telegram_checks import CHAT_ACTIONS, MAX_MESSAGE_UTF16, check_command, checked_text
 from tests.fakes.telegram_payloads import (
     DEFAULT_BOT_USERNAME,
     DEFAULT_GROUP_ID,
@@ -111,59 +112,10 @@ __all__ = [
     "utf16_len",
 ]
 
-MAX_MESSAGE_UTF16 = 4096
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-
 
 # Update types Telegram delivers when allowed_updates is empty or never given.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
-
-_ENTITY_TYPES = frozenset(
-    {
-        "mention",
-        "hashtag",
-        "cashtag",
-        "bot_command",
-        "url",
-        "email",
-        "phone_number",
-        "bold",
-        "italic",
-        "underline",
-        "strikethrough",
-        "spoiler",
-        "blockquote",
-        "expandable_blockquote",
-        "code",
-        "pre",
-        "text_link",
-        "text_mention",
-        "custom_emoji",
-        "date_time",
-    }
-)
-_ENTITY_REQUIRED = {"text_link": "url", "text_mention": "user", "custom_emoji": "custom_emoji_id"}
-
-_CHAT_ACTIONS = frozenset(
-    {
-        "typing",
-        "upload_photo",
-        "record_video",
-        "upload_video",
-        "record_voice",
-        "upload_voice",
-        "upload_document",
-        "choose_sticker",
-        "find_location",
-        "record_video_note",
-        "upload_video_note",
-    }
-)
-
-
-_MARKDOWN_V2_MARKUP = frozenset("*_~|[]()")
-_MARKDOWN_V2_RESERVED = frozenset("_*[]()~`>#+-=|{}.!")
-_COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -694,7 +646,7 @@ class FakeTelegram(MessageBuildersMixin):
 
     async def _send_message(self, params: Json) -> Json:
         chat = self._target_chat(params)
-        text, entities, parse_mode = _checked_text(params)
+        text, entities, parse_mode = checked_text(params)
         thread_id = self._checked_thread(chat, params)
         reply_to = self._checked_reply(chat, params)
         message = self.message(chat, text, sender=self.bot_user, entities=entities, date=None)
@@ -723,10 +675,10 @@ class FakeTelegram(MessageBuildersMixin):
 
     async def _edit_message_text(self, params: Json) -> Json | bool:
         if params.get("inline_message_id"):
-            _checked_text(params)
+            checked_text(params)
             return True
         chat = self._target_chat(params)
-        text, entities, parse_mode = _checked_text(params)
+        text, entities, parse_mode = checked_text(params)
         key = (chat["id"], int_param(params, "message_id") or 0)
         original = self.messages.get(key)
         if original is None or original.get("from", {}).get("id") != self.bot_id:
@@ -749,7 +701,7 @@ class FakeTelegram(MessageBuildersMixin):
     async def _send_chat_action(self, params: Json) -> bool:
         chat = self._target_chat(params)
         action = str(params.get("action") or "")
-        if action not in _CHAT_ACTIONS:
+        if action not in CHAT_ACTIONS:
             raise ApiError(400, "Bad Request: wrong parameter action in request")
         thread_id = self._checked_thread(chat, params)
         self.actions.append(ChatAction(chat["id"], action, thread_id))
@@ -760,7 +712,7 @@ class FakeTelegram(MessageBuildersMixin):
         if not isinstance(commands, list):
             raise ApiError(400, "Bad Request: can't parse commands JSON object")
         for command in commands:
-            _check_command(command)
+            check_command(command)
         key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
         self.command_sets[key] = [
             {"command": c["command"], "description": c["description"]} for c in commands
@@ -837,126 +789,6 @@ class FakeTelegram(MessageBuildersMixin):
         if target is None and not lenient:
             raise ApiError(400, "Bad Request: message to be replied not found")
         return target
-
-
-# -- validation --------------------------------------------------------------------------------
-
-
-def _checked_text(params: Json) -> tuple[str, list[Json] | None, str | None]:
-    text = params.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise ApiError(400, "Bad Request: message text is empty")
-    parse_mode = params.get("parse_mode") or None
-    entities = params.get("entities")
-    if entities is not None:
-        _check_entities(text, entities)
-        parse_mode = None  # Telegram ignores parse_mode when entities are given
-    elif parse_mode is not None:
-        _check_parse_mode(text, str(parse_mode))
-    visible = _markdown_v2_visible(text) if parse_mode == "MarkdownV2" else text
-    if utf16_len(visible) > MAX_MESSAGE_UTF16:
-        raise ApiError(400, "Bad Request: message is too long")
-    return text, entities or None, None if parse_mode is None else str(parse_mode)
-
-
-def _entity_problem(item: Any, size: int) -> str | None:
-    if not isinstance(item, dict):
-        return "entity must be an object"
-    kind, offset, length = item.get("type"), item.get("offset"), item.get("length")
-    if kind not in _ENTITY_TYPES:
-        return f"unsupported entity type {kind!r}"
-    if not isinstance(offset, int) or not isinstance(length, int) or offset < 0 or length <= 0:
-        return f"entity {kind} has invalid offset or length"
-    if offset + length > size:
-        return (
-            f"entity {kind} at UTF-16 offset {offset} with length {length} "
-            f"is out of the text bounds ({size})"
-        )
-    required = _ENTITY_REQUIRED.get(kind)
-    if required is not None and not item.get(required):
-        return f"entity {kind} has no {required}"
-    return None
-
-
-def _check_entities(text: str, entities: Any) -> None:
-    if not isinstance(entities, list):
-        raise ApiError(400, "Bad Request: can't parse entities: entities must be an array")
-    size = utf16_len(text)
-    for item in entities:
-        problem = _entity_problem(item, size)
-        if problem is not None:
-            raise ApiError(400, f"Bad Request: can't parse entities: {problem}")
-
-
-def _check_parse_mode(text: str, parse_mode: str) -> None:
-    if parse_mode == "MarkdownV2":
-        _check_markdown_v2(text)
-    elif parse_mode not in ("HTML", "Markdown"):
-        raise ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode!r}")
-
-
-def _check_markdown_v2(text: str) -> None:
-    """A simple MarkdownV2 check: reserved characters outside markup must be escaped.
-
-    Code spans, blocks and link targets are skipped; ``*_~|[]()`` count as markup; ``>`` is allowed
-    at the start of a line (a quote).
-    """
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "`":
-            index = _skip_code(text, index)
-            continue
-        if text.startswith("](", index):
-            index = _skip_link_target(text, index + 2)
-            continue
-        if char == ">" and (index == 0 or text[index - 1] == "\n"):
-            index += 1
-            continue
-        if char in _MARKDOWN_V2_RESERVED and char not in _MARKDOWN_V2_MARKUP:
-            raise ApiError(
-                400,
-                f"Bad Request: can't parse entities: Character '{char}' is reserved and "
-                "must be escaped with the preceding '\\'",
-            )
-        index += 1
-
-
-def _skip_code(text: str, index: int) -> int:
-    fence = "```" if text.startswith("```", index) else "`"
-    end = text.find(fence, index + len(fence))
-    if end < 0:
-        raise ApiError(
-            400, f"Bad Request: can't parse entities: Can't find end of the entity at {index}"
-        )
-    return end + len(fence)
-
-
-def _skip_link_target(text: str, index: int) -> int:
-    """Skip a link's ``(url)``: inside it only ``)`` and ``\\`` are escaped."""
-    while index < len(text) and text[index] != ")":
-        index += 2 if text[index] == "\\" else 1
-    return index + 1
-
-
-def _markdown_v2_visible(text: str) -> str:
-    """Roughly the text left once MarkdownV2 markup and escapes are removed."""
-    without_links = re.sub(r"\]\((?:[^)\\]|\\.)*\)", "", text)
-    without_escapes = re.sub(r"\\(.)", r"\1", without_links)
-    return re.sub(r"[*_~|\[\]`]", "", without_escapes)
-
-
-def _check_command(command: Any) -> None:
-    if not isinstance(command, dict):
-        raise ApiError(400, "Bad Request: can't parse commands JSON object")
-    if not _COMMAND_NAME.fullmatch(str(command.get("command", ""))):
-        raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
-    description = str(command.get("description", ""))
-    if not 1 <= len(description) <= 256:
-        raise ApiError(400, "Bad Request: command description is empty or too long")
 
 
 # -- small helpers -----------------------------------------------------------------------------
