@@ -36,7 +36,6 @@ import copy
 import itertools
 import json
 import re
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -50,7 +49,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
-from tests.fakes.telegram_checks import CHAT_ACTIONS, MAX_MESSAGE_UTF16, check_command, checked_text
+from tests.fakes.telegram_checks import MAX_MESSAGE_UTF16
+from tests.fakes.telegram_methods import (
+    MAX_DOWNLOAD_BYTES,
+    ChatAction,
+    Edit,
+    MethodsMixin,
+    SentMessage,
+    scope_key,
+)
 from tests.fakes.telegram_payloads import (
     DEFAULT_BOT_USERNAME,
     DEFAULT_GROUP_ID,
@@ -65,7 +72,6 @@ from tests.fakes.telegram_payloads import (
     group_chat,
     make_user,
     private_chat,
-    synthetic_chat,
     update_kind,
     utf16_len,
 )
@@ -112,8 +118,6 @@ __all__ = [
     "utf16_len",
 ]
 
-MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-
 # Update types Telegram delivers when allowed_updates is empty or never given.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 
@@ -133,43 +137,6 @@ class ApiCall:
 
     method: str
     params: Json
-
-
-@dataclass(frozen=True, slots=True)
-class SentMessage:
-    """A message the bot sent with ``sendMessage``."""
-
-    chat_id: int
-    message_id: int
-    text: str
-    entities: list[Json] | None
-    parse_mode: str | None
-    message_thread_id: int | None
-    reply_to_message_id: int | None
-    disable_notification: bool
-    link_preview_options: Json | None
-    message: Json  # the Message JSON returned to the bot
-    params: Json  # every parameter, decoded
-
-
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """A successful ``editMessageText``."""
-
-    chat_id: int
-    message_id: int
-    text: str
-    entities: list[Json] | None
-    parse_mode: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChatAction:
-    """A ``sendChatAction`` call."""
-
-    chat_id: int
-    action: str
-    message_thread_id: int | None
 
 
 @dataclass(slots=True)
@@ -196,7 +163,7 @@ class _Poll:
 # -- the fake -----------------------------------------------------------------------------
 
 
-class FakeTelegram(MessageBuildersMixin):
+class FakeTelegram(MethodsMixin, MessageBuildersMixin):
     """A scripted Telegram Bot API server; use as ``async with``.
 
     ``token`` is the only token accepted (others get 401); the bot's id is the token's
@@ -327,7 +294,7 @@ class FakeTelegram(MessageBuildersMixin):
     @property
     def commands(self) -> list[Json]:
         """Commands set for the default scope and no language (``[]`` when none)."""
-        return self.command_sets.get((_scope_key(None), ""), [])
+        return self.command_sets.get((scope_key(None), ""), [])
 
     def sent_to(self, chat_id: int) -> list[SentMessage]:
         """Messages sent to one chat, in order."""
@@ -538,12 +505,6 @@ class FakeTelegram(MessageBuildersMixin):
 
     # -- methods --------------------------------------------------------------------------
 
-    async def _no_op(self, params: Json) -> bool:
-        return True
-
-    async def _get_me(self, params: Json) -> Json:
-        return self.bot_user
-
     async def _get_updates(self, params: Json) -> list[Json]:
         if self.webhook.url:
             raise ApiError(409, CONFLICT_WEBHOOK)
@@ -644,161 +605,9 @@ class FakeTelegram(MessageBuildersMixin):
             info["max_connections"] = self.webhook.max_connections
         return info
 
-    async def _send_message(self, params: Json) -> Json:
-        chat = self._target_chat(params)
-        text, entities, parse_mode = checked_text(params)
-        thread_id = self._checked_thread(chat, params)
-        reply_to = self._checked_reply(chat, params)
-        message = self.message(chat, text, sender=self.bot_user, entities=entities, date=None)
-        if thread_id is not None:
-            message["message_thread_id"] = thread_id
-            message["is_topic_message"] = True
-        if reply_to is not None:
-            message["reply_to_message"] = reply_to
-        self.messages[(chat["id"], message["message_id"])] = message
-        self.sent.append(
-            SentMessage(
-                chat_id=chat["id"],
-                message_id=message["message_id"],
-                text=text,
-                entities=entities,
-                parse_mode=parse_mode,
-                message_thread_id=thread_id,
-                reply_to_message_id=None if reply_to is None else reply_to["message_id"],
-                disable_notification=bool(params.get("disable_notification")),
-                link_preview_options=params.get("link_preview_options"),
-                message=message,
-                params=params,
-            )
-        )
-        return message
-
-    async def _edit_message_text(self, params: Json) -> Json | bool:
-        if params.get("inline_message_id"):
-            checked_text(params)
-            return True
-        chat = self._target_chat(params)
-        text, entities, parse_mode = checked_text(params)
-        key = (chat["id"], int_param(params, "message_id") or 0)
-        original = self.messages.get(key)
-        if original is None or original.get("from", {}).get("id") != self.bot_id:
-            raise ApiError(400, "Bad Request: message to edit not found")
-        if original.get("text") == text and original.get("entities") == entities:
-            raise ApiError(
-                400,
-                "Bad Request: message is not modified: specified new message content and "
-                "reply markup are exactly the same as a current content and reply markup "
-                "of the message",
-            )
-        updated = {**original, "text": text, "edit_date": int(time.time())}
-        updated.pop("entities", None)
-        if entities:
-            updated["entities"] = entities
-        self.messages[key] = updated
-        self.edits.append(Edit(chat["id"], key[1], text, entities, parse_mode))
-        return updated
-
-    async def _send_chat_action(self, params: Json) -> bool:
-        chat = self._target_chat(params)
-        action = str(params.get("action") or "")
-        if action not in CHAT_ACTIONS:
-            raise ApiError(400, "Bad Request: wrong parameter action in request")
-        thread_id = self._checked_thread(chat, params)
-        self.actions.append(ChatAction(chat["id"], action, thread_id))
-        return True
-
-    async def _set_my_commands(self, params: Json) -> bool:
-        commands = params.get("commands")
-        if not isinstance(commands, list):
-            raise ApiError(400, "Bad Request: can't parse commands JSON object")
-        for command in commands:
-            check_command(command)
-        key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
-        self.command_sets[key] = [
-            {"command": c["command"], "description": c["description"]} for c in commands
-        ]
-        return True
-
-    async def _get_my_commands(self, params: Json) -> list[Json]:
-        key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
-        return self.command_sets.get(key, [])
-
-    async def _delete_my_commands(self, params: Json) -> bool:
-        key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
-        self.command_sets.pop(key, None)
-        return True
-
-    async def _get_file(self, params: Json) -> Json:
-        stored = self.files.get(str(params.get("file_id") or ""))
-        if stored is None:
-            raise ApiError(400, "Bad Request: invalid file_id")
-        if stored.file_size > MAX_DOWNLOAD_BYTES:
-            raise ApiError(400, "Bad Request: file is too big")
-        return {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
-            "file_size": stored.file_size,
-            "file_path": stored.file_path,
-        }
-
-    # -- checks shared by methods -----------------------------------------------------------
-
-    def _target_chat(self, params: Json) -> Json:
-        chat_id = params.get("chat_id")
-        if chat_id is None or chat_id == "":
-            raise ApiError(400, "Bad Request: chat_id is empty")
-        chat = self._find_chat(chat_id)
-        if chat["id"] in self.blocked_chats:
-            raise ApiError(403, BLOCKED_BY_USER if chat["id"] > 0 else KICKED_FROM_GROUP)
-        return chat
-
-    def _find_chat(self, chat_id: Any) -> Json:
-        if isinstance(chat_id, str) and chat_id.startswith("@"):
-            name = chat_id[1:].lower()
-            for chat in self.chats.values():
-                if str(chat.get("username", "")).lower() == name:
-                    return chat
-            raise ApiError(400, "Bad Request: chat not found")
-        try:
-            number = int(chat_id)
-        except (TypeError, ValueError):
-            raise ApiError(400, "Bad Request: chat not found") from None
-        return self.chats.get(number) or synthetic_chat(number)
-
-    def _checked_thread(self, chat: Json, params: Json) -> int | None:
-        thread_id = int_param(params, "message_thread_id")
-        if thread_id is None:
-            return None
-        if not chat.get("is_forum"):
-            raise ApiError(400, "Bad Request: message thread not found")
-        return thread_id
-
-    def _checked_reply(self, chat: Json, params: Json) -> Json | None:
-        reply = params.get("reply_parameters")
-        if isinstance(reply, dict):
-            target_id = reply.get("message_id")
-            chat_id = reply.get("chat_id", chat["id"])
-            lenient = bool(reply.get("allow_sending_without_reply"))
-        else:
-            target_id = int_param(params, "reply_to_message_id")
-            chat_id = chat["id"]
-            lenient = bool(params.get("allow_sending_without_reply"))
-        if target_id is None:
-            return None
-        target = self.messages.get((self._find_chat(chat_id)["id"], int(target_id)))
-        if target is None and not lenient:
-            raise ApiError(400, "Bad Request: message to be replied not found")
-        return target
-
 
 # -- small helpers -----------------------------------------------------------------------------
 
 
 def _is_allowed(kind: str, allowed: set[str]) -> bool:
     return kind in allowed if allowed else kind not in _OPT_IN_UPDATES
-
-
-def _scope_key(scope: Any) -> str:
-    if not scope:
-        return json.dumps({"type": "default"})
-    return json.dumps(scope, sort_keys=True)
