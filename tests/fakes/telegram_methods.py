@@ -5,7 +5,7 @@ entity checks, forum thread and reply-target checks, blocked chats answered 403)
 ``sendChatAction``, ``setMyCommands``/``getMyCommands``/``deleteMyCommands`` per scope and
 language, ``getFile`` for registered files, and ``close``/``logOut``. What the bot did is
 recorded as ``SentMessage``, ``Edit`` and ``ChatAction``. The update side (``getUpdates``
-and webhooks) is not here.
+and webhooks) is ``tests.fakes.telegram_updates``.
 """
 
 from __future__ import annotations
