@@ -2,9 +2,10 @@
 
 The fixed world (the default token, bot username, user and group) and builders for what
 tests push or compare against: users, chats, entities (offsets in UTF-16 code units, with
-``utf16_len``), ``edited`` updates and ``update_kind``. ``MessageBuildersMixin`` holds the
-builders that need the fake: ``Message`` objects with fresh ids, updates for private, group,
-topic and command messages, photos and documents backed by registered files.
+``utf16_len``), ``edited`` updates, ``update_kind``, and ``synthetic_chat`` (the chat the
+fake assumes for an id it has never seen). ``MessageBuildersMixin`` holds the builders that
+need the fake: ``Message`` objects with fresh ids, updates for private, group, topic and
+command messages, photos and documents backed by registered files.
 """
 
 from __future__ import annotations
