@@ -26,144 +26,99 @@ Everything is recorded (``requests``, ``calls``, ``sent``, ``edits``, ``actions`
 ``commands``, ``webhook``); ``wait_*`` helpers wake on events, never by sleeping.
 Failures are injected per method (``fail``) and per chat (``block_chat``).
 
-The server itself is a ``tests.fakes.loopback.LoopbackServer``.
+The server itself is a ``tests.fakes.loopback.LoopbackServer``. This module is the
+facade (routing, recorded state, waits, failure injection) and re-exports what tests
+import; the update side (``push_update``, ``deliver_webhook``, ``getUpdates``, webhooks) is
+``tests.fakes.telegram_updates``, the bot's actions (``sendMessage`` and the other methods)
+``tests.fakes.telegram_methods``, Telegram's checks on sent text ``tests.fakes.telegram_checks``,
+request decoding and the error envelope ``tests.fakes.telegram_wire``, and the JSON builders
+(users, chats, entities, messages, updates) ``tests.fakes.telegram_payloads``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import email.parser
-import email.policy
-import hashlib
 import itertools
-import json
-import re
-import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import parse_qsl
 
-import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
-
-Json = dict[str, Any]
-
-DEFAULT_TOKEN = "123456789:AAFakeTokenForChatgateTests_0123456789"
-DEFAULT_BOT_USERNAME = "chatgate_test_bot"
-DEFAULT_USER: Json = {"id": 5550001, "is_bot": False, "first_name": "Ada", "username": "ada"}
-DEFAULT_GROUP_ID = -1001234567890
-MAX_MESSAGE_UTF16 = 4096
-MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-
-CONFLICT_OTHER_POLL = (
-    "Conflict: terminated by other getUpdates request; "
-    "make sure that only one bot instance is running"
+from tests.fakes.telegram_checks import MAX_MESSAGE_UTF16
+from tests.fakes.telegram_methods import (
+    MAX_DOWNLOAD_BYTES,
+    ChatAction,
+    Edit,
+    MethodsMixin,
+    SentMessage,
+    scope_key,
 )
-CONFLICT_WEBHOOK = (
-    "Conflict: can't use getUpdates method while webhook is active; "
-    "use deleteWebhook to delete the webhook first"
+from tests.fakes.telegram_payloads import (
+    DEFAULT_BOT_USERNAME,
+    DEFAULT_GROUP_ID,
+    DEFAULT_TOKEN,
+    DEFAULT_USER,
+    Json,
+    MessageBuildersMixin,
+    StoredFile,
+    edited,
+    entity,
+    entity_for,
+    group_chat,
+    make_user,
+    private_chat,
+    update_kind,
+    utf16_len,
 )
-BLOCKED_BY_USER = "Forbidden: bot was blocked by the user"
-KICKED_FROM_GROUP = "Forbidden: bot was kicked from the supergroup chat"
-
-_DEFAULT_DESCRIPTIONS = {
-    400: "Bad Request: fake failure",
-    401: "Unauthorized",
-    403: BLOCKED_BY_USER,
-    404: "Not Found",
-    409: CONFLICT_OTHER_POLL,
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-
-# Update types Telegram delivers when allowed_updates is empty or never given.
-_OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
-
-_ENTITY_TYPES = frozenset(
-    {
-        "mention",
-        "hashtag",
-        "cashtag",
-        "bot_command",
-        "url",
-        "email",
-        "phone_number",
-        "bold",
-        "italic",
-        "underline",
-        "strikethrough",
-        "spoiler",
-        "blockquote",
-        "expandable_blockquote",
-        "code",
-        "pre",
-        "text_link",
-        "text_mention",
-        "custom_emoji",
-        "date_time",
-    }
-)
-_ENTITY_REQUIRED = {"text_link": "url", "text_mention": "user", "custom_emoji": "custom_emoji_id"}
-
-_CHAT_ACTIONS = frozenset(
-    {
-        "typing",
-        "upload_photo",
-        "record_video",
-        "upload_video",
-        "record_voice",
-        "upload_voice",
-        "upload_document",
-        "choose_sticker",
-        "find_location",
-        "record_video_note",
-        "upload_video_note",
-    }
+from tests.fakes.telegram_updates import UpdatesMixin, WebhookState
+from tests.fakes.telegram_wire import (
+    BLOCKED_BY_USER,
+    CONFLICT_OTHER_POLL,
+    CONFLICT_WEBHOOK,
+    DEFAULT_DESCRIPTIONS,
+    KICKED_FROM_GROUP,
+    ApiError,
+    decode_parameters,
+    error_response,
 )
 
-# Parameters Telegram types as strings: form-encoded values of these are never JSON-decoded
-# (PTB sends strings raw and everything else JSON-encoded).
-_STRING_PARAMS = frozenset(
-    {
-        "text",
-        "caption",
-        "parse_mode",
-        "url",
-        "secret_token",
-        "action",
-        "file_id",
-        "language_code",
-        "inline_message_id",
-        "ip_address",
-        "business_connection_id",
-        "message_effect_id",
-    }
-)
-
-_MARKDOWN_V2_MARKUP = frozenset("*_~|[]()")
-_MARKDOWN_V2_RESERVED = frozenset("_*[]()~`>#+-=|{}.!")
-_COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
-
-
-class ApiError(Exception):
-    """A Bot API error answer: raised inside a handler, turned into the error envelope."""
-
-    def __init__(self, status: int, description: str, retry_after: int | None = None) -> None:
-        super().__init__(description)
-        self.status = status
-        self.description = description
-        self.retry_after = retry_after
+__all__ = [
+    "BLOCKED_BY_USER",
+    "CONFLICT_OTHER_POLL",
+    "CONFLICT_WEBHOOK",
+    "DEFAULT_BOT_USERNAME",
+    "DEFAULT_GROUP_ID",
+    "DEFAULT_TOKEN",
+    "DEFAULT_USER",
+    "KICKED_FROM_GROUP",
+    "MAX_DOWNLOAD_BYTES",
+    "MAX_MESSAGE_UTF16",
+    "ApiCall",
+    "ApiError",
+    "ChatAction",
+    "Edit",
+    "FakeTelegram",
+    "Failure",
+    "Json",
+    "SentMessage",
+    "StoredFile",
+    "WebhookState",
+    "edited",
+    "entity",
+    "entity_for",
+    "group_chat",
+    "make_user",
+    "private_chat",
+    "update_kind",
+    "utf16_len",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,155 +138,10 @@ class ApiCall:
     params: Json
 
 
-@dataclass(frozen=True, slots=True)
-class SentMessage:
-    """A message the bot sent with ``sendMessage``."""
-
-    chat_id: int
-    message_id: int
-    text: str
-    entities: list[Json] | None
-    parse_mode: str | None
-    message_thread_id: int | None
-    reply_to_message_id: int | None
-    disable_notification: bool
-    link_preview_options: Json | None
-    message: Json  # the Message JSON returned to the bot
-    params: Json  # every parameter, decoded
-
-
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """A successful ``editMessageText``."""
-
-    chat_id: int
-    message_id: int
-    text: str
-    entities: list[Json] | None
-    parse_mode: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChatAction:
-    """A ``sendChatAction`` call."""
-
-    chat_id: int
-    action: str
-    message_thread_id: int | None
-
-
-@dataclass(slots=True)
-class WebhookState:
-    """What the last ``setWebhook`` registered (``url`` empty when none is set)."""
-
-    url: str = ""
-    secret_token: str | None = None
-    allowed_updates: list[str] | None = None
-    drop_pending_updates: bool = False
-    max_connections: int | None = None
-    set_count: int = 0
-    delete_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class StoredFile:
-    """A file the test registered; ``getFile`` describes it, the file route serves it."""
-
-    file_id: str
-    file_unique_id: str
-    file_path: str
-    data: bytes
-    file_size: int
-
-
-@dataclass(slots=True)
-class _Poll:
-    """The getUpdates request currently being served (a newer one ends it with 409)."""
-
-    number: int
-    superseded: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-# -- builders that need no fake -----------------------------------------------------------
-
-
-def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, Telegram's unit for lengths and entity offsets."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def make_user(
-    user_id: int = DEFAULT_USER["id"],
-    *,
-    first_name: str = "Ada",
-    username: str | None = "ada",
-    is_bot: bool = False,
-) -> Json:
-    """A ``User`` object."""
-    user: Json = {"id": user_id, "is_bot": is_bot, "first_name": first_name}
-    if username is not None:
-        user["username"] = username
-    return user
-
-
-def private_chat(user: Json) -> Json:
-    """The private ``Chat`` between the bot and ``user``."""
-    chat: Json = {"id": user["id"], "type": "private", "first_name": user["first_name"]}
-    if "username" in user:
-        chat["username"] = user["username"]
-    return chat
-
-
-def group_chat(
-    chat_id: int = DEFAULT_GROUP_ID,
-    *,
-    title: str = "Test group",
-    supergroup: bool = True,
-    is_forum: bool = False,
-) -> Json:
-    """A group or supergroup ``Chat``; ``is_forum`` makes it a supergroup with topics."""
-    chat: Json = {"id": chat_id, "type": "supergroup" if supergroup else "group", "title": title}
-    if is_forum:
-        chat["type"] = "supergroup"
-        chat["is_forum"] = True
-    return chat
-
-
-def entity(kind: str, offset: int, length: int, **extra: Any) -> Json:
-    """A ``MessageEntity``; offsets and lengths are in UTF-16 code units."""
-    return {"type": kind, "offset": offset, "length": length, **extra}
-
-
-def entity_for(text: str, part: str, kind: str, **extra: Any) -> Json:
-    """An entity covering the first occurrence of ``part`` in ``text``."""
-    start = text.index(part)
-    return entity(kind, utf16_len(text[:start]), utf16_len(part), **extra)
-
-
-def edited(update: Json, *, edit_date: int | None = None) -> Json:
-    """The same message delivered as an ``edited_message`` update (a new update id)."""
-    message = copy.deepcopy(update["message"])
-    message["edit_date"] = edit_date if edit_date is not None else message["date"] + 1
-    return {"edited_message": message}
-
-
-def _timestamp(date: int | datetime | None) -> int:
-    if date is None:
-        return int(time.time())
-    if isinstance(date, datetime):
-        return int(date.timestamp())
-    return date
-
-
-def update_kind(update: Json) -> str:
-    """The update's type: the one key other than ``update_id``."""
-    return next(key for key in update if key != "update_id")
-
-
 # -- the fake -----------------------------------------------------------------------------
 
 
-class FakeTelegram:
+class FakeTelegram(UpdatesMixin, MethodsMixin, MessageBuildersMixin):
     """A scripted Telegram Bot API server; use as ``async with``.
 
     ``token`` is the only token accepted (others get 401); the bot's id is the token's
@@ -368,7 +178,7 @@ class FakeTelegram:
         self._message_ids = itertools.count(1)
         self._file_ids = itertools.count(1)
         self._poll_numbers = itertools.count(1)
-        self._poll: _Poll | None = None
+        self._poll = None  # typed by UpdatesMixin
         self._new_update = asyncio.Event()
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
@@ -462,7 +272,7 @@ class FakeTelegram:
     @property
     def commands(self) -> list[Json]:
         """Commands set for the default scope and no language (``[]`` when none)."""
-        return self.command_sets.get((_scope_key(None), ""), [])
+        return self.command_sets.get((scope_key(None), ""), [])
 
     def sent_to(self, chat_id: int) -> list[SentMessage]:
         """Messages sent to one chat, in order."""
@@ -547,7 +357,7 @@ class FakeTelegram:
             retry_after = 1 if retry_after is None else retry_after
             default = f"Too Many Requests: retry after {retry_after}"
         else:
-            default = _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
+            default = DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
         failure = Failure(status, description or default, retry_after)
         name = self._canonical.get(method.lower(), method)
         self._failures.setdefault(name, deque()).extend([None] * after + [failure] * times)
@@ -569,313 +379,23 @@ class FakeTelegram:
         """Injected failures not yet consumed."""
         return sum(len(queue) for queue in self._failures.values())
 
-    # -- updates --------------------------------------------------------------------------
-
-    def push_update(self, update: Json) -> Json:
-        """Queue an update (numbered unless it has an ``update_id``) and wake long polls.
-
-        Returns the update as queued. Chats, messages and senders in it become known to
-        the fake (for replies and thread checks). Pushing the same ``update_id`` twice is
-        allowed: it models a redelivery.
-        """
-        queued = copy.deepcopy(update)
-        if "update_id" in queued:
-            following = queued["update_id"] + 1
-            self._update_ids = itertools.count(max(following, next(self._update_ids)))
-        else:
-            queued = {"update_id": next(self._update_ids), **queued}
-        self._remember(queued)
-        self.pending.append(queued)
-        self._new_update.set()
-        self._new_update = asyncio.Event()
-        self._notify()
-        return queued
-
-    def push_updates(self, updates: Iterable[Json]) -> list[Json]:
-        """``push_update`` each in turn."""
-        return [self.push_update(update) for update in updates]
-
-    def add_chat(self, chat: Json) -> Json:
-        """Make a chat known without an update (a forum must be known to accept thread ids)."""
-        self.chats[chat["id"]] = chat
-        return chat
-
-    def _remember(self, update: Json) -> None:
-        for value in update.values():
-            if isinstance(value, dict) and isinstance(value.get("chat"), dict):
-                chat = value["chat"]
-                self.chats.setdefault(chat["id"], chat)
-                if "message_id" in value:
-                    self.messages[(chat["id"], value["message_id"])] = value
-
-    async def deliver_webhook(
-        self,
-        update: Json,
-        *,
-        secret_token: str | None = None,
-        omit_secret: bool = False,
-        url: str | None = None,
-    ) -> httpx.Response:
-        """POST an update to the registered webhook URL, as Telegram would.
-
-        The update is numbered and remembered like ``push_update`` but not queued for
-        getUpdates. The header carries the registered secret unless ``secret_token``
-        overrides it or ``omit_secret`` leaves it out.
-        """
-        target = url or self.webhook.url
-        if not target:
-            raise RuntimeError("no webhook is set")
-        queued = self.push_update(update)
-        self.pending.pop()  # push_update appended it; webhook updates skip the queue
-        headers = {"Content-Type": "application/json"}
-        secret = secret_token if secret_token is not None else self.webhook.secret_token
-        if secret is not None and not omit_secret:
-            headers["X-Telegram-Bot-Api-Secret-Token"] = secret
-        async with httpx.AsyncClient(timeout=10) as client:
-            return await client.post(target, content=json.dumps(queued), headers=headers)
-
-    # -- builders -------------------------------------------------------------------------
-
-    def message(
-        self,
-        chat: Json,
-        text: str | None = None,
-        *,
-        sender: Json | None = None,
-        entities: list[Json] | None = None,
-        date: int | datetime | None = None,
-        message_id: int | None = None,
-        **extra: Any,
-    ) -> Json:
-        """A ``Message`` object (not an update) in ``chat`` from ``sender``."""
-        message: Json = {
-            "message_id": message_id if message_id is not None else next(self._message_ids),
-            "from": sender if sender is not None else DEFAULT_USER,
-            "chat": chat,
-            "date": _timestamp(date),
-        }
-        if text is not None:
-            message["text"] = text
-        if entities:
-            message["entities"] = entities
-        message.update(extra)
-        return message
-
-    def bot_message(self, chat: Json, text: str = "earlier bot answer") -> Json:
-        """A message the bot sent earlier in ``chat`` (a target for replies)."""
-        message = self.message(chat, text, sender=self.bot_user)
-        self.chats.setdefault(chat["id"], chat)
-        self.messages[(chat["id"], message["message_id"])] = message
-        return message
-
-    def private_message(
-        self, text: str, *, user: Json | None = None, date: int | datetime | None = None
-    ) -> Json:
-        """An update: ``user`` (default ``DEFAULT_USER``) writes ``text`` to the bot."""
-        sender = user or DEFAULT_USER
-        return {"message": self.message(private_chat(sender), text, sender=sender, date=date)}
-
-    def group_message(
-        self,
-        text: str,
-        *,
-        user: Json | None = None,
-        chat: Json | None = None,
-        mention: bool = False,
-        reply_to: Json | None = None,
-        reply_to_bot: bool = False,
-        date: int | datetime | None = None,
-        **extra: Any,
-    ) -> Json:
-        """An update: a message in a group (default: a supergroup, ``DEFAULT_GROUP_ID``).
-
-        ``mention`` prefixes ``@botname`` with a mention entity; ``reply_to`` makes it a
-        reply to that message, ``reply_to_bot`` a reply to an earlier bot message.
-        """
-        chat = chat or group_chat()
-        entities: list[Json] = []
-        if mention:
-            handle = f"@{self.bot_username}"
-            text = f"{handle} {text}"
-            entities.append(entity("mention", 0, utf16_len(handle)))
-        if reply_to_bot:
-            reply_to = self.bot_message(chat)
-        if reply_to is not None:
-            extra["reply_to_message"] = reply_to
-        message = self.message(
-            chat, text, sender=user, entities=entities or None, date=date, **extra
-        )
-        return {"message": message}
-
-    def topic_message(
-        self,
-        text: str,
-        *,
-        thread_id: int = 77,
-        user: Json | None = None,
-        chat: Json | None = None,
-        mention: bool = False,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: a message in forum topic ``thread_id`` of a forum supergroup."""
-        chat = chat or group_chat(is_forum=True)
-        return self.group_message(
-            text,
-            user=user,
-            chat=chat,
-            mention=mention,
-            date=date,
-            message_thread_id=thread_id,
-            is_topic_message=True,
-        )
-
-    def group_reply_with_thread(
-        self,
-        text: str,
-        *,
-        user: Json | None = None,
-        chat: Json | None = None,
-        mention: bool = False,
-        reply_to_bot: bool = True,
-    ) -> Json:
-        """An update: a reply in an ordinary (non-forum) supergroup that nonetheless
-        carries a ``message_thread_id`` (the id of the replied-to thread), without
-        ``is_topic_message``. Adapters must not treat it as a topic.
-        """
-        chat = chat or group_chat()
-        update = self.group_message(
-            text, user=user, chat=chat, mention=mention, reply_to_bot=reply_to_bot
-        )
-        message = update["message"]
-        root = message.get("reply_to_message", {}).get("message_id", message["message_id"])
-        message["message_thread_id"] = root
-        return update
-
-    def command_message(
-        self,
-        command: str,
-        args: str = "",
-        *,
-        chat: Json | None = None,
-        user: Json | None = None,
-        addressed: bool = True,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: ``/command@botname args`` (``addressed=False`` drops ``@botname``).
-
-        Sent to a private chat with ``user`` unless ``chat`` is given.
-        """
-        sender = user or DEFAULT_USER
-        word = f"/{command.lstrip('/')}" + (f"@{self.bot_username}" if addressed else "")
-        text = f"{word} {args}" if args else word
-        entities = [entity("bot_command", 0, utf16_len(word))]
-        target = chat or private_chat(sender)
-        message = self.message(target, text, sender=sender, entities=entities, date=date)
-        return {"message": message}
-
-    def photo_message(
-        self,
-        data: bytes = b"\x89PNG fake photo bytes",
-        *,
-        caption: str | None = None,
-        chat: Json | None = None,
-        user: Json | None = None,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: a photo (two sizes, both registered files) with an optional caption.
-
-        The largest size (last, as in Telegram) serves ``data``; the thumbnail serves a
-        prefix of it.
-        """
-        sender = user or DEFAULT_USER
-        thumb = self.register_file(data[: max(1, len(data) // 4)], file_path="photos/thumb.jpg")
-        full = self.register_file(data, file_path="photos/full.jpg")
-        sizes = [
-            _photo_size(thumb, 90, 90),
-            _photo_size(full, 1280, 960),
-        ]
-        extra: Json = {"photo": sizes}
-        if caption is not None:
-            extra["caption"] = caption
-        target = chat or private_chat(sender)
-        return {"message": self.message(target, sender=sender, date=date, **extra)}
-
-    def document_message(
-        self,
-        data: bytes = b"fake document contents\n",
-        *,
-        file_name: str = "notes.txt",
-        mime_type: str = "text/plain",
-        caption: str | None = None,
-        declared_size: int | None = None,
-        chat: Json | None = None,
-        user: Json | None = None,
-        date: int | datetime | None = None,
-    ) -> Json:
-        """An update: a document (a registered file) with an optional caption.
-
-        ``declared_size`` makes Telegram report a size other than ``len(data)`` (to test a
-        size cap without allocating the bytes).
-        """
-        sender = user or DEFAULT_USER
-        stored = self.register_file(
-            data, file_path=f"documents/{file_name}", declared_size=declared_size
-        )
-        document = {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
-            "file_name": file_name,
-            "mime_type": mime_type,
-            "file_size": stored.file_size,
-        }
-        extra: Json = {"document": document}
-        if caption is not None:
-            extra["caption"] = caption
-        target = chat or private_chat(sender)
-        return {"message": self.message(target, sender=sender, date=date, **extra)}
-
-    def register_file(
-        self,
-        data: bytes,
-        *,
-        file_path: str | None = None,
-        file_id: str | None = None,
-        declared_size: int | None = None,
-    ) -> StoredFile:
-        """Store bytes the fake will describe with ``getFile`` and serve for download."""
-        number = next(self._file_ids)
-        file_id = file_id or f"FAKEFILE{number:04d}"
-        digest = hashlib.sha256(data).hexdigest()[:12]
-        path = file_path or f"files/file_{number}"
-        stem, dot, suffix = path.rpartition(".")
-        unique_path = f"{stem}_{number}.{suffix}" if dot else f"{path}_{number}"
-        stored = StoredFile(
-            file_id=file_id,
-            file_unique_id=f"U{digest}",
-            file_path=unique_path,
-            data=data,
-            file_size=declared_size if declared_size is not None else len(data),
-        )
-        self.files[file_id] = stored
-        return stored
-
     # -- serving --------------------------------------------------------------------------
 
     async def _api(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
-            return _error(ApiError(401, "Unauthorized"))
+            return error_response(ApiError(401, "Unauthorized"))
         name = self._canonical.get(str(request.path_params["method"]).lower())
-        params = await _parameters(request)
+        params = await decode_parameters(request)
         self.requests.append(ApiCall(name or request.path_params["method"], params))
         self._notify()
         if name is None:
             self._notify()
-            return _error(ApiError(404, "Not Found"))
+            return error_response(ApiError(404, "Not Found"))
         try:
             self._raise_injected(name)
             result = await self._handlers[name](params)
         except ApiError as error:
-            return _error(error)
+            return error_response(error)
         finally:
             self._notify()
         return JSONResponse({"ok": True, "result": result})
@@ -889,478 +409,9 @@ class FakeTelegram:
 
     async def _download(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
-            return _error(ApiError(401, "Unauthorized"))
+            return error_response(ApiError(401, "Unauthorized"))
         path = request.path_params["file_path"]
         stored = next((f for f in self.files.values() if f.file_path == path), None)
         if stored is None:
-            return _error(ApiError(404, "Not Found"))
+            return error_response(ApiError(404, "Not Found"))
         return Response(stored.data, media_type="application/octet-stream")
-
-    # -- methods --------------------------------------------------------------------------
-
-    async def _no_op(self, params: Json) -> bool:
-        return True
-
-    async def _get_me(self, params: Json) -> Json:
-        return self.bot_user
-
-    async def _get_updates(self, params: Json) -> list[Json]:
-        if self.webhook.url:
-            raise ApiError(409, CONFLICT_WEBHOOK)
-        self._confirm(_int_param(params, "offset"))
-        if params.get("allowed_updates") is not None:
-            self.allowed_updates = list(params["allowed_updates"])
-        limit = min(max(_int_param(params, "limit") or 100, 1), 100)
-        timeout = max(_int_param(params, "timeout") or 0, 0)
-        poll = self._begin_poll()
-        try:
-            ready = self._deliverable(limit)
-            if not ready and timeout:
-                await self._wait_for_update(poll, timeout)
-                ready = self._deliverable(limit)
-        finally:
-            if self._poll is poll:
-                self._poll = None
-        return ready
-
-    def _confirm(self, offset: int | None) -> None:
-        if offset is None or offset == 0:
-            return
-        if offset < 0:  # keep only the last -offset updates
-            confirmed = self.pending[:offset] if -offset < len(self.pending) else []
-            offset = confirmed[-1]["update_id"] + 1 if confirmed else self.confirmed_offset
-        self.pending = [u for u in self.pending if u["update_id"] >= offset]
-        self.confirmed_offset = max(self.confirmed_offset, offset)
-
-    def _deliverable(self, limit: int) -> list[Json]:
-        allowed = set(self.allowed_updates)
-        wanted = [u for u in self.pending if _is_allowed(update_kind(u), allowed)]
-        # Telegram never queues updates of a type the bot did not ask for.
-        self.pending = wanted
-        return copy.deepcopy(wanted[:limit])
-
-    def _begin_poll(self) -> _Poll:
-        if self._poll is not None:
-            self._poll.superseded.set()
-        self._poll = _Poll(next(self._poll_numbers))
-        return self._poll
-
-    async def _wait_for_update(self, poll: _Poll, seconds: float) -> None:
-        waits = [
-            asyncio.ensure_future(self._new_update.wait()),
-            asyncio.ensure_future(poll.superseded.wait()),
-            asyncio.ensure_future(self._closing.wait()),
-        ]
-        try:
-            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waits:
-                waiter.cancel()
-        if poll.superseded.is_set():
-            raise ApiError(409, CONFLICT_OTHER_POLL)
-
-    async def _set_webhook(self, params: Json) -> bool:
-        url = str(params.get("url") or "")
-        secret = params.get("secret_token")
-        if secret is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", str(secret)):
-            raise ApiError(400, "Bad Request: secret token contains unallowed characters")
-        if url and not url.startswith(("https://", "http://")):
-            raise ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided")
-        state = self.webhook
-        state.url = url
-        state.secret_token = None if secret is None else str(secret)
-        state.allowed_updates = params.get("allowed_updates")
-        state.drop_pending_updates = bool(params.get("drop_pending_updates"))
-        state.max_connections = _int_param(params, "max_connections")
-        state.set_count += 1
-        if state.allowed_updates is not None:
-            self.allowed_updates = list(state.allowed_updates)
-        if state.drop_pending_updates:
-            self._drop_pending()
-        return True
-
-    async def _delete_webhook(self, params: Json) -> bool:
-        self.webhook.url = ""
-        self.webhook.secret_token = None
-        self.webhook.delete_count += 1
-        if params.get("drop_pending_updates"):
-            self._drop_pending()
-        return True
-
-    def _drop_pending(self) -> None:
-        if self.pending:
-            self.confirmed_offset = self.pending[-1]["update_id"] + 1
-        self.pending = []
-
-    async def _get_webhook_info(self, params: Json) -> Json:
-        info: Json = {
-            "url": self.webhook.url,
-            "has_custom_certificate": False,
-            "pending_update_count": len(self.pending),
-        }
-        if self.webhook.url and self.webhook.allowed_updates is not None:
-            info["allowed_updates"] = self.webhook.allowed_updates
-        if self.webhook.url and self.webhook.max_connections is not None:
-            info["max_connections"] = self.webhook.max_connections
-        return info
-
-    async def _send_message(self, params: Json) -> Json:
-        chat = self._target_chat(params)
-        text, entities, parse_mode = _checked_text(params)
-        thread_id = self._checked_thread(chat, params)
-        reply_to = self._checked_reply(chat, params)
-        message = self.message(chat, text, sender=self.bot_user, entities=entities, date=None)
-        if thread_id is not None:
-            message["message_thread_id"] = thread_id
-            message["is_topic_message"] = True
-        if reply_to is not None:
-            message["reply_to_message"] = reply_to
-        self.messages[(chat["id"], message["message_id"])] = message
-        self.sent.append(
-            SentMessage(
-                chat_id=chat["id"],
-                message_id=message["message_id"],
-                text=text,
-                entities=entities,
-                parse_mode=parse_mode,
-                message_thread_id=thread_id,
-                reply_to_message_id=None if reply_to is None else reply_to["message_id"],
-                disable_notification=bool(params.get("disable_notification")),
-                link_preview_options=params.get("link_preview_options"),
-                message=message,
-                params=params,
-            )
-        )
-        return message
-
-    async def _edit_message_text(self, params: Json) -> Json | bool:
-        if params.get("inline_message_id"):
-            _checked_text(params)
-            return True
-        chat = self._target_chat(params)
-        text, entities, parse_mode = _checked_text(params)
-        key = (chat["id"], _int_param(params, "message_id") or 0)
-        original = self.messages.get(key)
-        if original is None or original.get("from", {}).get("id") != self.bot_id:
-            raise ApiError(400, "Bad Request: message to edit not found")
-        if original.get("text") == text and original.get("entities") == entities:
-            raise ApiError(
-                400,
-                "Bad Request: message is not modified: specified new message content and "
-                "reply markup are exactly the same as a current content and reply markup "
-                "of the message",
-            )
-        updated = {**original, "text": text, "edit_date": int(time.time())}
-        updated.pop("entities", None)
-        if entities:
-            updated["entities"] = entities
-        self.messages[key] = updated
-        self.edits.append(Edit(chat["id"], key[1], text, entities, parse_mode))
-        return updated
-
-    async def _send_chat_action(self, params: Json) -> bool:
-        chat = self._target_chat(params)
-        action = str(params.get("action") or "")
-        if action not in _CHAT_ACTIONS:
-            raise ApiError(400, "Bad Request: wrong parameter action in request")
-        thread_id = self._checked_thread(chat, params)
-        self.actions.append(ChatAction(chat["id"], action, thread_id))
-        return True
-
-    async def _set_my_commands(self, params: Json) -> bool:
-        commands = params.get("commands")
-        if not isinstance(commands, list):
-            raise ApiError(400, "Bad Request: can't parse commands JSON object")
-        for command in commands:
-            _check_command(command)
-        key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
-        self.command_sets[key] = [
-            {"command": c["command"], "description": c["description"]} for c in commands
-        ]
-        return True
-
-    async def _get_my_commands(self, params: Json) -> list[Json]:
-        key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
-        return self.command_sets.get(key, [])
-
-    async def _delete_my_commands(self, params: Json) -> bool:
-        key = (_scope_key(params.get("scope")), str(params.get("language_code") or ""))
-        self.command_sets.pop(key, None)
-        return True
-
-    async def _get_file(self, params: Json) -> Json:
-        stored = self.files.get(str(params.get("file_id") or ""))
-        if stored is None:
-            raise ApiError(400, "Bad Request: invalid file_id")
-        if stored.file_size > MAX_DOWNLOAD_BYTES:
-            raise ApiError(400, "Bad Request: file is too big")
-        return {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
-            "file_size": stored.file_size,
-            "file_path": stored.file_path,
-        }
-
-    # -- checks shared by methods -----------------------------------------------------------
-
-    def _target_chat(self, params: Json) -> Json:
-        chat_id = params.get("chat_id")
-        if chat_id is None or chat_id == "":
-            raise ApiError(400, "Bad Request: chat_id is empty")
-        chat = self._find_chat(chat_id)
-        if chat["id"] in self.blocked_chats:
-            raise ApiError(403, BLOCKED_BY_USER if chat["id"] > 0 else KICKED_FROM_GROUP)
-        return chat
-
-    def _find_chat(self, chat_id: Any) -> Json:
-        if isinstance(chat_id, str) and chat_id.startswith("@"):
-            name = chat_id[1:].lower()
-            for chat in self.chats.values():
-                if str(chat.get("username", "")).lower() == name:
-                    return chat
-            raise ApiError(400, "Bad Request: chat not found")
-        try:
-            number = int(chat_id)
-        except (TypeError, ValueError):
-            raise ApiError(400, "Bad Request: chat not found") from None
-        return self.chats.get(number) or _synthetic_chat(number)
-
-    def _checked_thread(self, chat: Json, params: Json) -> int | None:
-        thread_id = _int_param(params, "message_thread_id")
-        if thread_id is None:
-            return None
-        if not chat.get("is_forum"):
-            raise ApiError(400, "Bad Request: message thread not found")
-        return thread_id
-
-    def _checked_reply(self, chat: Json, params: Json) -> Json | None:
-        reply = params.get("reply_parameters")
-        if isinstance(reply, dict):
-            target_id = reply.get("message_id")
-            chat_id = reply.get("chat_id", chat["id"])
-            lenient = bool(reply.get("allow_sending_without_reply"))
-        else:
-            target_id = _int_param(params, "reply_to_message_id")
-            chat_id = chat["id"]
-            lenient = bool(params.get("allow_sending_without_reply"))
-        if target_id is None:
-            return None
-        target = self.messages.get((self._find_chat(chat_id)["id"], int(target_id)))
-        if target is None and not lenient:
-            raise ApiError(400, "Bad Request: message to be replied not found")
-        return target
-
-
-# -- request decoding ------------------------------------------------------------------------
-
-
-async def _parameters(request: Request) -> Json:
-    """Decode query string plus a JSON, form-encoded or multipart body."""
-    params: Json = {key: _decode(key, value) for key, value in request.query_params.items()}
-    body = await request.body()
-    content_type = request.headers.get("content-type", "")
-    if not body:
-        return params
-    if content_type.startswith("application/json"):
-        decoded = json.loads(body)
-        if isinstance(decoded, dict):
-            params.update(decoded)
-    elif content_type.startswith("multipart/form-data"):
-        params.update(_multipart(content_type, body))
-    else:
-        pairs = parse_qsl(body.decode(), keep_blank_values=True)
-        params.update({key: _decode(key, value) for key, value in pairs})
-    return params
-
-
-def _multipart(content_type: str, body: bytes) -> Json:
-    header = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
-    parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(header + body)
-    params: Json = {}
-    for part in parsed.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            continue
-        payload = part.get_payload(decode=True)
-        data = payload if isinstance(payload, bytes) else b""
-        if part.get_filename() is not None:
-            params[name] = data  # an uploaded file: keep the bytes
-        else:
-            params[name] = _decode(name, data.decode())
-    return params
-
-
-def _decode(name: str, value: str) -> Any:
-    if name in _STRING_PARAMS:
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
-def _int_param(params: Json, name: str) -> int | None:
-    value = params.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"Bad Request: invalid {name} specified") from None
-
-
-def _error(error: ApiError) -> Response:
-    body: Json = {"ok": False, "error_code": error.status, "description": error.description}
-    if error.retry_after is not None:
-        body["parameters"] = {"retry_after": error.retry_after}
-    return JSONResponse(body, status_code=error.status)
-
-
-# -- validation --------------------------------------------------------------------------------
-
-
-def _checked_text(params: Json) -> tuple[str, list[Json] | None, str | None]:
-    text = params.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise ApiError(400, "Bad Request: message text is empty")
-    parse_mode = params.get("parse_mode") or None
-    entities = params.get("entities")
-    if entities is not None:
-        _check_entities(text, entities)
-        parse_mode = None  # Telegram ignores parse_mode when entities are given
-    elif parse_mode is not None:
-        _check_parse_mode(text, str(parse_mode))
-    visible = _markdown_v2_visible(text) if parse_mode == "MarkdownV2" else text
-    if utf16_len(visible) > MAX_MESSAGE_UTF16:
-        raise ApiError(400, "Bad Request: message is too long")
-    return text, entities or None, None if parse_mode is None else str(parse_mode)
-
-
-def _entity_problem(item: Any, size: int) -> str | None:
-    if not isinstance(item, dict):
-        return "entity must be an object"
-    kind, offset, length = item.get("type"), item.get("offset"), item.get("length")
-    if kind not in _ENTITY_TYPES:
-        return f"unsupported entity type {kind!r}"
-    if not isinstance(offset, int) or not isinstance(length, int) or offset < 0 or length <= 0:
-        return f"entity {kind} has invalid offset or length"
-    if offset + length > size:
-        return (
-            f"entity {kind} at UTF-16 offset {offset} with length {length} "
-            f"is out of the text bounds ({size})"
-        )
-    required = _ENTITY_REQUIRED.get(kind)
-    if required is not None and not item.get(required):
-        return f"entity {kind} has no {required}"
-    return None
-
-
-def _check_entities(text: str, entities: Any) -> None:
-    if not isinstance(entities, list):
-        raise ApiError(400, "Bad Request: can't parse entities: entities must be an array")
-    size = utf16_len(text)
-    for item in entities:
-        problem = _entity_problem(item, size)
-        if problem is not None:
-            raise ApiError(400, f"Bad Request: can't parse entities: {problem}")
-
-
-def _check_parse_mode(text: str, parse_mode: str) -> None:
-    if parse_mode == "MarkdownV2":
-        _check_markdown_v2(text)
-    elif parse_mode not in ("HTML", "Markdown"):
-        raise ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode!r}")
-
-
-def _check_markdown_v2(text: str) -> None:
-    """A simple MarkdownV2 check: reserved characters outside markup must be escaped.
-
-    Code spans, blocks and link targets are skipped; ``*_~|[]()`` count as markup; ``>`` is allowed
-    at the start of a line (a quote).
-    """
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "`":
-            index = _skip_code(text, index)
-            continue
-        if text.startswith("](", index):
-            index = _skip_link_target(text, index + 2)
-            continue
-        if char == ">" and (index == 0 or text[index - 1] == "\n"):
-            index += 1
-            continue
-        if char in _MARKDOWN_V2_RESERVED and char not in _MARKDOWN_V2_MARKUP:
-            raise ApiError(
-                400,
-                f"Bad Request: can't parse entities: Character '{char}' is reserved and "
-                "must be escaped with the preceding '\\'",
-            )
-        index += 1
-
-
-def _skip_code(text: str, index: int) -> int:
-    fence = "```" if text.startswith("```", index) else "`"
-    end = text.find(fence, index + len(fence))
-    if end < 0:
-        raise ApiError(
-            400, f"Bad Request: can't parse entities: Can't find end of the entity at {index}"
-        )
-    return end + len(fence)
-
-
-def _skip_link_target(text: str, index: int) -> int:
-    """Skip a link's ``(url)``: inside it only ``)`` and ``\\`` are escaped."""
-    while index < len(text) and text[index] != ")":
-        index += 2 if text[index] == "\\" else 1
-    return index + 1
-
-
-def _markdown_v2_visible(text: str) -> str:
-    """Roughly the text left once MarkdownV2 markup and escapes are removed."""
-    without_links = re.sub(r"\]\((?:[^)\\]|\\.)*\)", "", text)
-    without_escapes = re.sub(r"\\(.)", r"\1", without_links)
-    return re.sub(r"[*_~|\[\]`]", "", without_escapes)
-
-
-def _check_command(command: Any) -> None:
-    if not isinstance(command, dict):
-        raise ApiError(400, "Bad Request: can't parse commands JSON object")
-    if not _COMMAND_NAME.fullmatch(str(command.get("command", ""))):
-        raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
-    description = str(command.get("description", ""))
-    if not 1 <= len(description) <= 256:
-        raise ApiError(400, "Bad Request: command description is empty or too long")
-
-
-# -- small helpers -----------------------------------------------------------------------------
-
-
-def _is_allowed(kind: str, allowed: set[str]) -> bool:
-    return kind in allowed if allowed else kind not in _OPT_IN_UPDATES
-
-
-def _scope_key(scope: Any) -> str:
-    if not scope:
-        return json.dumps({"type": "default"})
-    return json.dumps(scope, sort_keys=True)
-
-
-def _synthetic_chat(chat_id: int) -> Json:
-    if chat_id > 0:
-        return {"id": chat_id, "type": "private", "first_name": "User"}
-    kind = "supergroup" if str(chat_id).startswith("-100") else "group"
-    return {"id": chat_id, "type": kind, "title": "Chat"}
-
-
-def _photo_size(stored: StoredFile, width: int, height: int) -> Json:
-    return {
-        "file_id": stored.file_id,
-        "file_unique_id": stored.file_unique_id,
-        "width": width,
-        "height": height,
-        "file_size": stored.file_size,
-    }
