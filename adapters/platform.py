@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.base import Adapter
 from core.messages import InboundMessage
@@ -32,6 +32,32 @@ def split_commas(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+class ChatPolicySettings(Section):
+    """Who may talk to the agent on a platform, and how fast: the part of a platform's
+    section the core applies to every inbound message (``core.access``).
+
+    Platforms whose people write in from outside (chat apps) derive their section from
+    this one; a platform whose requests are authenticated another way (the webhook's
+    secret) uses only ``owners`` and the rate limit.
+    """
+
+    # Direct messages from people not allow-listed: offered a pairing code (an owner
+    # approves it), refused once, let through, or ignored.
+    dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
+    # Group chats: only allow-listed (and paired) people, everyone, or nobody.
+    group_policy: Literal["allowlist", "open", "disabled"] = "allowlist"
+    # This platform's user ids of the people who own the bot: they approve pairings and
+    # staged writes, and may use the commands that change the gateway.
+    owners: list[str] = Field(default_factory=list)
+    # Messages one chat may send a minute before the rest wait their turn (0: no limit).
+    rate_limit_per_minute: int = Field(default=20, ge=0, le=10_000)
+
+    @field_validator("owners", mode="before")
+    @classmethod
+    def _owner_list(cls, value: object) -> object:
+        return split_commas(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
 
-from adapters.platform import Section, split_commas
+from adapters.platform import ChatPolicySettings, split_commas
 
 
-class DiscordSettings(Section):
+class DiscordSettings(ChatPolicySettings):
     """The Discord adapter: on when a bot token is set."""
 
     bot_token: SecretStr | None = None

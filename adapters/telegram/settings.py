@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from adapters.platform import Section, split_commas
+from adapters.platform import ChatPolicySettings, split_commas
 from core.errors import ConfigError
 
 
-class TelegramSettings(Section):
+class TelegramSettings(ChatPolicySettings):
     """The Telegram adapter: on when a bot token is set."""
 
     bot_token: SecretStr | None = None

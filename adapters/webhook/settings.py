@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr
 
-from adapters.platform import Section
+from adapters.platform import ChatPolicySettings, Section
 
 
 class WebhookRoute(Section):
@@ -15,7 +15,7 @@ class WebhookRoute(Section):
     workspace: Path | None = None
 
 
-class WebhookSettings(Section):
+class WebhookSettings(ChatPolicySettings):
     enabled: bool = True
     secret: SecretStr | None = None
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
