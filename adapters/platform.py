@@ -57,7 +57,11 @@ class ChatPolicySettings(Section):
     @field_validator("owners", mode="before")
     @classmethod
     def _owner_list(cls, value: object) -> object:
-        return split_commas(value)
+        # Ids are text, but YAML reads ``[123456]`` as numbers.
+        value = split_commas(value)
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,11 @@ class PlatformSpec(Generic[S]):
     group_sessions_per_user: Callable[[S], bool | None] | None = None
     # The system message and workspace a new session starts with (a webhook route's).
     caller_context: Callable[[S, InboundMessage], CallerContext] | None = None
+    # Its requests are authenticated before they reach the core (the webhook's secret):
+    # ``dm_policy`` and ``group_policy`` do not apply, only ``owners``.
+    authenticated: bool = False
+    # Only someone at the machine can use it (the terminal): everyone there is an owner.
+    trusted_users: bool = False
     # For a platform ``chatgate chat`` talks through: the key its ``--chat-id`` sets.
     # Such a platform is never started by ``chatgate run``.
     interactive: str | None = None

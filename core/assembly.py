@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from core.access import AccessPolicy, AccessRules
 from core.clock import Clock
 from core.command_host import CoreCommandHost
 from core.commands import CommandRegistry, builtin_commands
@@ -20,6 +21,8 @@ from core.ledger import DeliveryLedger
 from core.messages import ChatTarget, OutboundMessage
 from core.models.base import ModelClient
 from core.outbox import Outbox
+from core.pair_command import pair_command
+from core.pairing import Pairings
 from core.prompt.builder import PromptBuilder
 from core.push_delivery import ReplySender
 from core.router import SessionRouter
@@ -36,6 +39,8 @@ class CoreSettings:
     """How the core runs turns and keeps sessions."""
 
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
+    # Per platform, who may talk to the agent (platforms not named are open).
+    access: Mapping[str, AccessRules] = field(default_factory=dict)
     # A chat's lane worker exits after this long without work.
     idle_worker_seconds: float = 300.0
     session_cache_size: int = 4096
@@ -62,6 +67,9 @@ class Core:
         self.hooks = hooks
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
+        self.pairings = Pairings(db.pairing, clock)
+        self.access = AccessPolicy(settings.access, self.pairings, clock)
+        self.commands.register(pair_command(self.pairings))
         self.stats = CoreStats()
         runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
         self.sessions = SessionKeeper(
@@ -75,7 +83,7 @@ class Core:
             cache_size=settings.session_cache_size,
         )
         self.outbox = Outbox(db, clock, senders)
-        host = CoreCommandHost(db, self.sessions, self.commands, hooks, model)
+        host = CoreCommandHost(db, self.sessions, self.commands, hooks, model, self.access)
         processor = TurnProcessor(
             db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats
         )
@@ -83,7 +91,7 @@ class Core:
             processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds
         )
         self.ingress = Ingress(
-            db, self._router, processor, self.commands, self.stats, settings.sessions
+            db, self._router, processor, self.commands, self.stats, settings.sessions, self.access
         )
 
     @property

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from core import compaction, status
+from core.access import AccessPolicy
 from core.commands import CommandRegistry
 from core.hooks import TurnHooks
+from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.sessions import SessionKeeper
 from core.store.db import SessionDB
@@ -15,7 +17,8 @@ MANUAL_KEEP = 2
 
 
 class CoreCommandHost:
-    """``/status``, ``/compact`` and ``/help`` over the core's sessions and registries."""
+    """``/status``, ``/compact``, ``/help`` and who owns the bot, over the core's sessions,
+    registries and access policy."""
 
     def __init__(
         self,
@@ -24,12 +27,17 @@ class CoreCommandHost:
         commands: CommandRegistry,
         hooks: TurnHooks,
         model: ModelClient,
+        access: AccessPolicy,
     ) -> None:
         self._db = db
+        self._access = access
         self._sessions = sessions
         self._commands = commands
         self._hooks = hooks
         self._model = model
+
+    def is_owner(self, message: InboundMessage) -> bool:
+        return self._access.is_owner(message.platform, message.user_id)
 
     async def describe_status(self, item: InboxItem) -> str:
         state = self._sessions.cached(item.session_key)

@@ -6,10 +6,11 @@ generate their own lists from ``CommandRegistry.all()`` (``Inbox.command_menu``)
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from core.messages import InboundMessage
 from core.store.records import InboxItem
 
 
@@ -24,6 +25,10 @@ class CommandReply:
 class CommandHost(Protocol):
     """What command handlers may ask of the core."""
 
+    def is_owner(self, message: InboundMessage) -> bool:
+        """Whether the sender owns the bot (``<platform>.owners``; at the terminal, yes)."""
+        ...
+
     async def describe_status(self, item: InboxItem) -> str: ...
 
     async def compact_session(self, item: InboxItem) -> str: ...
@@ -32,6 +37,14 @@ class CommandHost(Protocol):
 
 
 CommandHandler = Callable[[CommandHost, InboxItem, str], Awaitable[CommandReply]]
+
+
+def may_approve(host: CommandHost, message: InboundMessage, approvers: Collection[str]) -> bool:
+    """Whether the sender may approve staged writes: one of ``approvers``
+    (``platform:user_id``) when any are named, else one of the bot's owners."""
+    if approvers:
+        return f"{message.platform}:{message.user_id}" in approvers
+    return host.is_owner(message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Protocol
 
+from core.access import TurnedAway
 from core.messages import InboundMessage, OutboundMessage
 from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
 
@@ -15,8 +16,16 @@ from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
 class Inbox(Protocol):
     """The core's front door, as adapters use it."""
 
-    async def accept(self, msg: InboundMessage) -> Accepted:
-        """Commit ``msg`` durably and queue it for its session; safe to call twice."""
+    async def accept(self, msg: InboundMessage) -> Accepted | TurnedAway:
+        """Commit ``msg`` durably and queue it for its session; safe to call twice.
+
+        A message the access policy keeps out is not stored: ``TurnedAway`` says why
+        and what, if anything, to tell its sender (the adapter sends that)."""
+        ...
+
+    async def admits(self, msg: InboundMessage) -> bool:
+        """Whether ``msg`` would be let in (nothing is sent or stored): ask before
+        downloading a stranger's files."""
         ...
 
     def replies(self, item: InboxItem) -> Awaitable[TurnReplies]:

@@ -1,9 +1,10 @@
 """Ingress: the core's front door, as adapters see it (``core.inbox.Inbox``).
 
-``accept`` commits a message to the inbox (a redelivery of the same platform message is
-recognised by its dedup key and not queued again) and queues it on its session's lane,
-with the chat command it invokes parsed once, here. ``/stop`` jumps the queue: it must
-reach the turn it is meant to cancel. ``recover`` queues what a previous process
+``accept`` first asks the access policy (``core.access``) whether the message may reach
+the agent at all; then it commits the message to the inbox (a redelivery of the same
+platform message is recognised by its dedup key and not queued again) and queues it on
+its session's lane, with the chat command it invokes parsed once, here. ``/stop`` jumps
+the queue: it must reach the turn it is meant to cancel. ``recover`` queues what a previous process
 accepted but never processed.
 """
 
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 
+from core.access import AccessPolicy, TurnedAway
 from core.commands import STOP, CommandRegistry
 from core.messages import InboundMessage, OutboundMessage
 from core.router import SessionRouter
@@ -49,8 +51,10 @@ class Ingress:
         commands: CommandRegistry,
         stats: CoreStats,
         policy: SessionPolicy,
+        access: AccessPolicy,
     ) -> None:
         self._db = db
+        self._access = access
         self._router = router
         self._processor = processor
         self._commands = commands
@@ -61,8 +65,13 @@ class Ingress:
     async def close(self) -> None:
         await self._tasks.close()
 
-    async def accept(self, msg: InboundMessage) -> Accepted:
-        """Commit ``msg`` to the inbox and queue it; a redelivery is not queued again."""
+    async def accept(self, msg: InboundMessage) -> Accepted | TurnedAway:
+        """Commit ``msg`` to the inbox and queue it; a redelivery is not queued again.
+        A message the access policy keeps out is not stored (``TurnedAway``)."""
+        turned_away = await self._access.check(msg)
+        if turned_away is not None:
+            self._stats.turned_away[msg.platform] += 1
+            return turned_away
         key = session_key(msg, group_sessions_per_user=self._policy.per_user(msg.platform))
         accepted = await self._db.accept(msg, key)
         if not accepted.created:
@@ -86,6 +95,9 @@ class Ingress:
         if items:
             log.info("recovered %d unprocessed inbound messages", len(items))
         return len(items)
+
+    async def admits(self, msg: InboundMessage) -> bool:
+        return await self._access.admits(msg)
 
     def replies(self, item: InboxItem) -> Awaitable[TurnReplies]:
         """``item``'s replies: the future its turn resolves while it is in flight."""

@@ -43,6 +43,12 @@ class InboundMessage:
     addressed: bool = True
     is_group: bool = False
     attachments: tuple[Attachment, ...] = field(default=())
+    # The platform's own allow-list admits the sender or the chat (ids, usernames, roles
+    # or channels: what only the adapter can tell); see ``core.access``.
+    allow_listed: bool = False
+    # Read back from the platform's history after a gap rather than delivered live: a
+    # stranger's such message is dropped without a pairing offer or a refusal.
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

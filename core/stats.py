@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 class CoreStats:
     inbound: Counter[str] = field(default_factory=Counter)
     duplicates: Counter[str] = field(default_factory=Counter)
+    turned_away: Counter[str] = field(default_factory=Counter)
     turns: Counter[str] = field(default_factory=Counter)
     turn_seconds_sum: float = 0.0
     turn_seconds_count: int = 0

@@ -16,6 +16,7 @@ from gateway.config import Settings, default_home, load_settings, starter_config
 from gateway.cron_cli import cron_app
 from gateway.curator_cli import curator_app
 from gateway.memory_cli import memory_app
+from gateway.pairing_cli import pairing_app
 from gateway.sessions_cli import sessions_app
 from gateway.skills_cli import skills_app
 from gateway.status_cli import register as register_status
@@ -30,6 +31,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(skills_app, name="skills")
 app.add_typer(curator_app, name="curator")
 app.add_typer(cron_app, name="cron")
+app.add_typer(pairing_app, name="pairing")
 register_status(app)
 console = Console()
 err = Console(stderr=True)

@@ -7,8 +7,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import BaseModel
+
 from adapters.base import Adapter
-from adapters.platform import PlatformServices, PlatformSpec
+from adapters.platform import ChatPolicySettings, PlatformServices, PlatformSpec
+from core.access import AccessRules
 from core.errors import ConfigError
 from gateway.settings import Settings
 
@@ -46,6 +49,35 @@ def group_sessions_by_platform(settings: Settings) -> dict[str, bool]:
             if value is not None:
                 found[name] = value
     return found
+
+
+def access_rules(settings: Settings) -> dict[str, AccessRules]:
+    """Each platform's access policy for the core (``core.access``)."""
+    return {
+        name: _rules(spec, settings.platform(name)) for name, spec in settings.platforms.items()
+    }
+
+
+def _rules(spec: PlatformSpec[Any], section: BaseModel) -> AccessRules:
+    if spec.trusted_users:
+        return AccessRules(everyone_owns=True)
+    if not isinstance(section, ChatPolicySettings):
+        return AccessRules()  # a platform with no policy of its own: open, no owners
+    return AccessRules(
+        gated=not spec.authenticated,
+        dm_policy=section.dm_policy,
+        group_policy=section.group_policy,
+        owners=frozenset(section.owners),
+    )
+
+
+def owner_keys(settings: Settings) -> frozenset[str]:
+    """Every platform's owners as ``platform:user_id`` (the default approvers)."""
+    return frozenset(
+        f"{name}:{owner}"
+        for name, rules in access_rules(settings).items()
+        for owner in rules.owners
+    )
 
 
 def quiet_loggers(settings: Settings) -> None:

@@ -205,6 +205,7 @@ def _core_settings(settings: Settings) -> CoreSettings:
             group_sessions_per_user=settings.sessions.group_sessions_per_user,
             by_platform=platforms.group_sessions_by_platform(settings),
         ),
+        access=platforms.access_rules(settings),
         idle_worker_seconds=settings.sessions.idle_worker_seconds,
         max_iterations=settings.sessions.max_iterations,
     )

@@ -577,3 +577,23 @@ async def test_unacknowledged_heartbeats_get_a_fresh_connection(
 
     assert reply.content == "echo: still there?"
     assert dc.identifies >= 2
+
+
+async def test_a_stranger_in_a_dm_is_offered_a_pairing_code_also_for_a_slash_command(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    stranger = make_user("stranger")
+    env = {"DISCORD_ALLOWED_USERS": "ada", "DISCORD_ALLOW_ALL_USERS": ""}
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai, **env):
+        await dc.wait_commands()
+        dc.dm("hello, can we talk?", author=stranger)
+        await dc.wait_sent(1)
+        dc.slash("status", user=make_user("another"), dm=True)
+        [offer] = await dc.wait_responses(1)
+
+    [code_message] = dc.sent_to(dc.dm_channel(stranger)["id"])
+    assert "send the owner this code" in code_message.content
+    assert offer.flags & 64  # told privately
+    assert "send the owner this code" in offer.content
+    assert fake_openai.requests == []
+    assert rows(home, "SELECT id FROM inbox") == []  # nothing a stranger sent is stored

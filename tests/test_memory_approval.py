@@ -277,7 +277,9 @@ def reply_text(response: httpx.Response) -> str:
 async def test_with_write_approval_a_write_waits_for_memory_approve(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    (home / "config.yaml").write_text("memory:\n  write_approval: true\n", encoding="utf-8")
+    (home / "config.yaml").write_text(
+        "memory:\n  write_approval: true\nwebhook:\n  owners: [u1]\n", encoding="utf-8"
+    )
     fake_openai.reply_tool_call("memory", {"target": "user", "action": "add", "content": TEA})
     fake_openai.reply_text("I'll remember once it is approved.")
     user_md = home / "memories" / "USER.md"
@@ -319,6 +321,27 @@ async def test_memory_approvers_limit_who_may_approve(
         approved = reply_text(await gw.say("/memory approve all", chat_id="c2", user_id="owner"))
 
     assert "Only the operator" in refused
+    assert "Approved" in approved
+    assert (home / "memories" / "MEMORY.md").read_text(encoding="utf-8").strip() == CITY
+
+
+async def test_without_approvers_only_the_owners_approve(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config = "memory:\n  write_approval: true\nwebhook:\n  owners: [owner]\n"
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    fake_openai.reply_tool_call("memory", {"target": "memory", "action": "add", "content": CITY})
+    fake_openai.reply_text("Staged.")
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("note where I live", user_id="guest")
+        by_guest = reply_text(await gw.say("/memory approve all", user_id="guest"))
+        by_stranger = reply_text(await gw.say("/memory reject all", chat_id="c9", user_id="x"))
+        pending_after = PendingWrites(home).list()
+        approved = reply_text(await gw.say("/memory approve all", chat_id="c2", user_id="owner"))
+
+    assert "Only the operator" in by_guest
+    assert "Only the operator" in by_stranger
+    assert len(pending_after) == 1  # neither a refused approve nor a refused reject acted
     assert "Approved" in approved
     assert (home / "memories" / "MEMORY.md").read_text(encoding="utf-8").strip() == CITY
 

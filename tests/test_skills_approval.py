@@ -146,7 +146,8 @@ def reply_text(response: httpx.Response) -> str:
 async def test_with_write_approval_a_skill_waits_for_skills_approve(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    (home / "config.yaml").write_text("skills:\n  write_approval: true\n", encoding="utf-8")
+    config = "skills:\n  write_approval: true\nwebhook:\n  owners: [u1]\n"
+    (home / "config.yaml").write_text(config, encoding="utf-8")
     fake_openai.reply_tool_call("skill_manage", {"operations": [create_op("release-notes")]})
     fake_openai.reply_text("Staged it for approval.")
     skill_md = home / "skills" / "release-notes" / "SKILL.md"
@@ -172,3 +173,29 @@ async def test_with_write_approval_a_skill_waits_for_skills_approve(
     assert skill_md.read_text() == SKILL.format(name="release-notes")
     assert "- release-notes: Do release-notes the careful way" in overview
     assert "Write approval: on, 0 pending" in overview
+
+
+@pytest.mark.parametrize(
+    ("config", "approver"),
+    [
+        ("skills:\n  write_approval: true\nwebhook:\n  owners: [owner]\n", "owner"),
+        ('skills:\n  write_approval: true\n  approvers: ["webhook:lead"]\n', "lead"),
+    ],
+)
+async def test_only_owners_or_skills_approvers_approve_skill_writes(
+    home: Path, fake_openai: FakeOpenAIServer, config: str, approver: str
+) -> None:
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    fake_openai.reply_tool_call("skill_manage", {"operations": [create_op("release-notes")]})
+    fake_openai.reply_text("Staged it for approval.")
+    skill_md = home / "skills" / "release-notes" / "SKILL.md"
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("save how we write release notes as a skill", user_id="guest")
+        refused = reply_text(await gw.say("/skills approve all", chat_id="c7", user_id="guest"))
+        written_after_refusal = skill_md.exists()
+        approved = reply_text(await gw.say("/skills approve all", chat_id="c2", user_id=approver))
+
+    assert "Only the operator (skills.approvers" in refused
+    assert not written_after_refusal
+    assert "Approved" in approved
+    assert skill_md.exists()

@@ -32,7 +32,9 @@ def system_prompt(fake_openai: FakeOpenAIServer, said: str) -> str:
 async def test_an_approved_skill_is_in_the_next_sessions_index(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    (home / "config.yaml").write_text("skills:\n  write_approval: true\n", encoding="utf-8")
+    (home / "config.yaml").write_text(
+        "skills:\n  write_approval: true\nwebhook:\n  owners: [u1]\n", encoding="utf-8"
+    )
     add_skill(home / "skills", "existing", description="Was here before")
     staged = skill_text("release-notes", "Write release notes")
     fake_openai.reply_tool_call(

@@ -205,6 +205,7 @@ async def test_updates_queued_while_down_are_answered_once_and_stale_ones_skippe
 async def test_someone_not_allowed_gets_one_refusal_and_the_model_nothing(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
+    (home / "config.yaml").write_text("telegram:\n  dm_policy: allowlist\n", encoding="utf-8")
     env = {"TELEGRAM_ALLOW_ALL_USERS": "", "TELEGRAM_ALLOWED_USERS": "@friend"}
     async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai, **env):
         tg.push_update(tg.private_message("let me in"))

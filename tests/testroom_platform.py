@@ -22,6 +22,7 @@ from adapters.platform import PlatformServices, PlatformSpec, Section
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
+from core.store.records import Accepted
 
 NAME = "testroom"
 PROMPT_HINT = "You are in the test room; answer in one line."
@@ -81,8 +82,9 @@ class RoomAdapter:
             dedup_key=f"{self.settings.room}:{self.services.now()}:{self._said}",
             received_at=self.services.now(),
         )
-        accepted = await self._inbox.accept(msg)
-        await self._inbox.replies(accepted.item)
+        admission = await self._inbox.accept(msg)
+        assert isinstance(admission, Accepted), admission
+        await self._inbox.replies(admission.item)
 
     async def _post_say(self, request: Request) -> JSONResponse:
         body = await request.json()

@@ -25,6 +25,10 @@ discord:                   # on when DISCORD_BOT_TOKEN is set
   allowed_roles: []        # role ids (DISCORD_ALLOWED_ROLES)
   allowed_channels: []     # channel or category ids; everyone there (DISCORD_ALLOWED_CHANNELS)
   allow_all_users: false   # DISCORD_ALLOW_ALL_USERS=true admits everyone
+  dm_policy: pairing       # DMs from people not allow-listed: pairing | allowlist | open | disabled
+  group_policy: allowlist  # groups: allowlist | open | disabled
+  owners: []               # Discord user ids of the bot's owners (approve pairings and writes)
+  rate_limit_per_minute: 20  # messages a chat may send a minute; the rest wait their turn
   allow_bots: false        # let other bots' messages reach the agent
   message_content: true    # the privileged intent; without it only mentions and DMs have text
   catch_up_max_age: 3600   # seconds of history read after a restart or new session

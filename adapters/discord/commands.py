@@ -23,6 +23,7 @@ from discord import app_commands
 
 from adapters.discord.messages import Place, place_of
 from adapters.discord.send import Interactions, OpenInteraction
+from core.access import TurnedAway
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,9 @@ _NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
 REFUSAL = "Sorry, I can only talk with people this bot's owner has allowed."
 NOT_STORED = "Sorry, I could not take that command just now. Please try again."
 
-# (interaction, the place, the command text) -> whether it was stored for the core.
-Submit = Callable[[discord.Interaction, Place, str], Awaitable[bool]]
+# (interaction, the place, the command text) -> None once stored for the core, else why
+# the access policy turned it away.
+Submit = Callable[[discord.Interaction, Place, str], Awaitable[TurnedAway | None]]
 
 
 class SlashCommands:
@@ -88,12 +90,15 @@ class SlashCommands:
             if submit not in done:
                 await self._stored(entry, submit)
 
-    async def _stored(self, entry: OpenInteraction, submit: asyncio.Future[bool]) -> bool:
+    async def _stored(
+        self, entry: OpenInteraction, submit: asyncio.Future[TurnedAway | None]
+    ) -> bool:
         """Whether the command reached the core; if not, say so to its user alone."""
         try:
-            if await submit:
+            turned_away = await submit
+            if turned_away is None:
                 return True
-            message = REFUSAL
+            message = turned_away.reply or REFUSAL
         except Exception:
             log.exception("discord: /command %s not stored", entry.interaction.id)
             message = NOT_STORED

@@ -23,10 +23,10 @@ import aiohttp
 import discord
 
 from adapters.attachments import not_downloaded, save_attachment, too_big
-from adapters.discord.messages import Access, Ignored, Incoming, Place, Refused, decide
+from adapters.discord.messages import Access, Ignored, Incoming, Place, decide
 from adapters.discord.send import usable
-from adapters.refusals import RefusalLimiter
 from adapters.typing_indicator import TypingIndicator
+from core.access import TurnedAway
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage
 from core.tasks import TaskSet
@@ -35,10 +35,6 @@ log = logging.getLogger(__name__)
 
 PLATFORM = "discord"
 TYPING_EVERY_SECONDS = 8.0  # Discord shows typing for 10 s
-REFUSAL = (
-    "Sorry, I can only talk with people this bot's owner has allowed. "
-    "Ask them to add you (discord.allowed_users)."
-)
 
 
 @dataclasses.dataclass(slots=True)
@@ -76,7 +72,6 @@ class Ingester:
         self._tasks = tasks
         self._now = now
         self._order: dict[int, _Queue] = {}
-        self._refusals = RefusalLimiter(now)
         self._typing = TypingIndicator(self._send_typing, tasks, every=TYPING_EVERY_SECONDS)
 
     async def message(self, message: discord.Message, *, live: bool) -> None:
@@ -100,17 +95,15 @@ class Ingester:
         decision = decide(
             message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
         )
-        if isinstance(decision, Refused) and not live and await self._with_roles(message):
+        stranger = isinstance(decision, Incoming) and not decision.allowed
+        if stranger and not live and await self._with_roles(message):
             decision = decide(  # again, now that the author's roles are known
                 message, me.id, r.access, require_mention=r.require_mention, allow_bots=r.allow_bots
             )
         if isinstance(decision, Ignored):
             log.debug("discord: message %s ignored: %s", message.id, decision.reason)
-        elif isinstance(decision, Refused):
-            if live and decision.addressed:
-                await self._refuse(decision)
         else:
-            await self._accept(decision)
+            await self._accept(decision, live=live)
 
     async def _with_roles(self, message: discord.Message) -> bool:
         """Put the author's member record (roles) on a history message; True if done."""
@@ -125,39 +118,52 @@ class Ingester:
             return False  # left the guild: no roles to admit them
         return True
 
-    async def command(self, interaction: discord.Interaction, place: Place, text: str) -> bool:
-        """Store a slash command for the core; False when its user is not allowed."""
+    async def command(
+        self, interaction: discord.Interaction, place: Place, text: str
+    ) -> TurnedAway | None:
+        """Store a slash command for the core; None once stored, else why it was not."""
         user = interaction.user
-        if not self._rules.access.allows(user, place.channel_ids):
-            return False
-        msg = self._inbound(place, str(user.id), user.display_name, text, str(interaction.id))
-        await self._inbox.accept(msg)
-        return True
+        msg = dataclasses.replace(
+            self._inbound(place, str(user.id), user.display_name, text, str(interaction.id)),
+            allow_listed=self._rules.access.allows(user, place.channel_ids),
+        )
+        admission = await self._inbox.accept(msg)
+        return admission if isinstance(admission, TurnedAway) else None
 
-    async def _refuse(self, refused: Refused) -> None:
+    async def _reply_to_stranger(self, place: Place, text: str) -> None:
         client = self._client()
-        if not usable(client) or not self._refusals.due(refused.user_id):
+        if not usable(client):
             return
-        channel = client.get_partial_messageable(int(refused.place.reply_channel))
+        channel = client.get_partial_messageable(int(place.reply_channel))
         try:
-            await channel.send(REFUSAL)
+            await channel.send(text)
         except (discord.HTTPException, aiohttp.ClientError, OSError, RuntimeError) as exc:
-            log.warning("discord: refusal not sent: %s", exc)
+            log.warning("discord: answer to a stranger not sent: %s", exc)
 
-    async def _accept(self, incoming: Incoming) -> None:
-        attachments, notes = await self._download(incoming.attachments)
-        text = "\n".join(p for p in (incoming.text, *notes) if p)
+    async def _accept(self, incoming: Incoming, *, live: bool) -> None:
         place = incoming.place
         msg = dataclasses.replace(
-            self._inbound(
-                place, incoming.user_id, incoming.user_name, text, str(incoming.message.id)
-            ),
+            self._inbound(place, incoming.user_id, incoming.user_name, incoming.text, ""),
+            platform_message_id=str(incoming.message.id),
+            dedup_key=str(incoming.message.id),
             reply_to=incoming.reply_to,
-            attachments=tuple(attachments),
+            addressed=incoming.addressed,
+            allow_listed=incoming.allowed,
+            replayed=not live,
         )
-        accepted = await self._inbox.accept(msg)
-        if accepted.created:
-            self._typing.show(place.reply_channel, self._inbox.replies(accepted.item))
+        # A stranger's files are not fetched: ask the policy first when there are any.
+        if incoming.attachments and await self._inbox.admits(msg):
+            attachments, notes = await self._download(incoming.attachments)
+            text = "\n".join(p for p in (incoming.text, *notes) if p)
+            msg = dataclasses.replace(
+                msg, text=text or "(sent a file)", attachments=tuple(attachments)
+            )
+        admission = await self._inbox.accept(msg)
+        if isinstance(admission, TurnedAway):
+            if admission.reply and live:
+                await self._reply_to_stranger(place, admission.reply)
+        elif admission.created:
+            self._typing.show(place.reply_channel, self._inbox.replies(admission.item))
 
     def _inbound(
         self, place: Place, user_id: str, user_name: str, text: str, message_id: str

@@ -1,8 +1,10 @@
 """Which Discord messages reach the agent, and as what.
 
 A pure decision over discord.py's ``Message``: the adapter downloads attachments and
-talks to the inbox; this module only says whether a message is for the agent,
-ignored (and why), or from someone not allowed.
+talks to the inbox; this module only says whether a message is for the agent (and
+whether the allow-list admits it), or ignored (and why). Whether someone not on the
+allow-list may talk anyway (an owner, paired, an open policy) is the core's call
+(``core.access``).
 
 - A DM is a direct session keyed by its DM channel. A guild text channel is a group
   chat (each member gets their own session unless ``group_sessions_per_user`` is off).
@@ -115,6 +117,9 @@ class Incoming:
     text: str
     reply_to: str | None
     sent_at: float
+    # The allow-list admits it (user, role or channel), and it addressed the bot.
+    allowed: bool
+    addressed: bool
     attachments: list[discord.Attachment] = field(default_factory=list)
 
 
@@ -123,16 +128,7 @@ class Ignored:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """From someone not allowed (who may or may not have addressed the bot)."""
-
-    user_id: str
-    place: Place
-    addressed: bool
-
-
-Decision = Incoming | Ignored | Refused
+Decision = Incoming | Ignored
 
 
 def decide(
@@ -158,8 +154,6 @@ def decide(
     )
     if place.is_group and require_mention and not addressed:
         return Ignored("not addressed to the bot")
-    if not access.allows(author, place.channel_ids):
-        return Refused(str(author.id), place, addressed)
     text = clean_text(message, bot_id)
     if not text and not message.attachments:
         return Ignored("no text")
@@ -172,6 +166,8 @@ def decide(
         text=text,
         reply_to=str(reference.message_id) if reference and reference.message_id else None,
         sent_at=message.created_at.timestamp(),
+        allowed=access.allows(author, place.channel_ids),
+        addressed=addressed,
         attachments=list(message.attachments),
     )
 

@@ -26,6 +26,10 @@ telegram:                  # on when TELEGRAM_BOT_TOKEN is set
   allowed_users: []        # ids or @usernames (TELEGRAM_ALLOWED_USERS)
   allowed_chats: []        # chat ids (TELEGRAM_ALLOWED_CHATS)
   allow_all_users: false   # TELEGRAM_ALLOW_ALL_USERS=true admits everyone
+  dm_policy: pairing       # DMs from people not allow-listed: pairing | allowlist | open | disabled
+  group_policy: allowlist  # groups: allowlist | open | disabled
+  owners: []               # Telegram user ids of the bot's owners (approve pairings and writes)
+  rate_limit_per_minute: 20  # messages a chat may send a minute; the rest wait their turn
   require_mention: true    # in groups: answer when mentioned, replied to or /cmd@bot
   handle_edits: false
   max_backlog_age: 3600    # seconds; older queued updates are skipped with one notice

@@ -25,7 +25,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +43,6 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 
 from adapters.attachments import not_downloaded, save_attachment, too_big
-from adapters.refusals import RefusalLimiter
 from adapters.telegram.send import ReplySender, retry_seconds
 from adapters.telegram.updates import (
     Access,
@@ -51,11 +50,11 @@ from adapters.telegram.updates import (
     FileRef,
     Ignored,
     Incoming,
-    Refused,
     TooOld,
     decide,
 )
 from adapters.typing_indicator import TypingIndicator
+from core.access import TurnedAway
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
@@ -72,10 +71,6 @@ TYPING_EVERY_SECONDS = 4.0
 CONNECT_FIRST_SECONDS = 2.0
 POLL_FIRST_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 60.0
-REFUSAL = (
-    "Sorry, I can only talk with people this bot's owner has allowed. "
-    "Ask them to add you (telegram.allowed_users)."
-)
 BACKLOG_NOTICE = (
     "I was offline for a while: messages older than {age} were skipped. "
     "Please send again anything that still needs an answer."
@@ -123,7 +118,6 @@ class TelegramAdapter:
         self._me: BotIdentity | None = None
         self._tasks = TaskSet("telegram")
         self._told_backlog: set[int] = set()
-        self._refusals = RefusalLimiter(now)
         self._replies = ReplySender(self._bot)
         # Typing is refreshed every 4 s (Telegram shows it for 5).
         self._typing = TypingIndicator(self._send_typing, self._tasks, every=TYPING_EVERY_SECONDS)
@@ -285,28 +279,51 @@ class TelegramAdapter:
         if isinstance(decision, Ignored):
             log.debug("telegram: update %s ignored: %s", update.update_id, decision.reason)
         elif isinstance(decision, TooOld):
-            if decision.chat_id not in self._told_backlog:
-                self._told_backlog.add(decision.chat_id)
-                age = _age_text(o.max_backlog_age)
-                await self._notice(
-                    decision.chat_id, decision.thread_id, BACKLOG_NOTICE.format(age=age)
-                )
-        elif isinstance(decision, Refused):
-            if self._refusals.due(decision.user_id):
-                await self._notice(decision.chat_id, decision.thread_id, REFUSAL)
+            await self._skip_old(update, decision.incoming)
         else:
             await self._accept(update, decision)
 
+    async def _skip_old(self, update: Update, incoming: Incoming) -> None:
+        """Tell a chat once that its messages from while we were down were skipped (only
+        a chat whose sender would be let in: a stranger learns nothing)."""
+        assert self._inbox is not None
+        chat = int(incoming.chat_id)
+        if chat in self._told_backlog or not await self._inbox.admits(
+            self._inbound(update, incoming, "", ())
+        ):
+            return
+        self._told_backlog.add(chat)
+        age = _age_text(self.options.max_backlog_age)
+        await self._notice(chat, _thread_of(incoming), BACKLOG_NOTICE.format(age=age))
+
     async def _accept(self, update: Update, incoming: Incoming) -> None:
         assert self._inbox is not None
-        assert self._me is not None
-        attachments, notes = await self._download(incoming.files)
+        inbox = self._inbox
+        attachments: list[Attachment] = []
+        notes: list[str] = []
+        # A stranger's files are not fetched: ask the policy first when there are any.
+        if incoming.files and await inbox.admits(self._inbound(update, incoming, "", ())):
+            attachments, notes = await self._download(incoming.files)
         text = "\n".join(p for p in (incoming.text, *notes) if p)
-        msg = InboundMessage(
+        msg = self._inbound(update, incoming, text or "(sent a file)", attachments)
+        admission = await inbox.accept(msg)
+        self._replies.reachable_again(incoming.chat_id)  # they wrote: they unblocked us
+        if isinstance(admission, TurnedAway):
+            if admission.reply:
+                await self._notice(int(incoming.chat_id), _thread_of(incoming), admission.reply)
+        elif admission.created:
+            key = (int(incoming.chat_id), _thread_of(incoming))
+            self._typing.show(key, inbox.replies(admission.item))
+
+    def _inbound(
+        self, update: Update, incoming: Incoming, text: str, attachments: Sequence[Attachment]
+    ) -> InboundMessage:
+        assert self._me is not None
+        return InboundMessage(
             platform=self.name,
             chat_id=incoming.chat_id,
             user_id=incoming.user_id,
-            text=text or "(sent a file)",
+            text=text,
             platform_message_id=str(incoming.message.message_id),
             dedup_key=f"{self._me.id}:{update.update_id}",
             received_at=self._now(),
@@ -315,12 +332,8 @@ class TelegramAdapter:
             reply_to=incoming.reply_to,
             is_group=incoming.is_group,
             attachments=tuple(attachments),
+            allow_listed=incoming.allowed,
         )
-        accepted = await self._inbox.accept(msg)
-        self._replies.reachable_again(incoming.chat_id)  # they wrote: they unblocked us
-        if accepted.created:
-            thread = int(incoming.thread_id) if incoming.thread_id else None
-            self._typing.show((int(incoming.chat_id), thread), self._inbox.replies(accepted.item))
 
     async def _download(self, files: list[FileRef]) -> tuple[list[Attachment], list[str]]:
         attachments: list[Attachment] = []
@@ -361,6 +374,10 @@ class TelegramAdapter:
     async def send(self, msg: OutboundMessage) -> str | None:
         """Send a reply as one or more messages; raise ``DeliveryError`` to retry later."""
         return await self._replies.send(msg)
+
+
+def _thread_of(incoming: Incoming) -> int | None:
+    return int(incoming.thread_id) if incoming.thread_id else None
 
 
 def _age_text(seconds: float) -> str:

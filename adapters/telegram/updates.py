@@ -77,6 +77,8 @@ class Incoming:
     is_group: bool
     reply_to: str | None
     sent_at: float
+    # The allow-list (``telegram.allowed_users`` / ``allowed_chats``) admits it.
+    allowed: bool
     files: list[FileRef] = field(default_factory=list)
 
 
@@ -86,23 +88,13 @@ class Ignored:
 
 
 @dataclass(frozen=True, slots=True)
-class Refused:
-    """From someone not on the allow-list: one polite refusal, nothing reaches the model."""
-
-    chat_id: int
-    thread_id: int | None
-    user_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class TooOld:
     """Waited longer than ``max_backlog_age`` (the gateway was down): skipped."""
 
-    chat_id: int
-    thread_id: int | None
+    incoming: Incoming
 
 
-Decision = Incoming | Ignored | Refused | TooOld
+Decision = Incoming | Ignored | TooOld
 
 
 def decide(
@@ -128,17 +120,13 @@ def decide(
     group = message.chat.type in ("group", "supergroup")
     if group and require_mention and not _addressed(message, bot):
         return Ignored("a group message not addressed to the bot")
-    if not access.allows(message):
-        return Refused(message.chat.id, thread, str(user.id))
     sent_at = _timestamp(message.edit_date or message.date)
-    if now - sent_at > max_backlog_age:
-        return TooOld(message.chat.id, thread)
     text = _text(message, bot)
     files = _files(message)
     if not text and not files:
         return Ignored("no text or file")
     reply = message.reply_to_message
-    return Incoming(
+    incoming = Incoming(
         message=message,
         chat_id=str(message.chat.id),
         user_id=str(user.id),
@@ -148,8 +136,10 @@ def decide(
         is_group=group,
         reply_to=str(reply.message_id) if reply is not None else None,
         sent_at=sent_at,
+        allowed=access.allows(message),
         files=files,
     )
+    return TooOld(incoming) if now - sent_at > max_backlog_age else incoming
 
 
 def _thread(message: Message) -> int | None:

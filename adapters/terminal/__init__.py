@@ -48,4 +48,5 @@ SPEC = PlatformSpec(
     prompt_hint=PROMPT_HINT,
     starter_config=STARTER_CONFIG,
     interactive="chat_id",
+    trusted_users=True,
 )

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from core.access import TurnedAway
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
@@ -89,8 +90,11 @@ class TerminalAdapter:
             dedup_key=f"{self._chat_id}:{message_id}",
             received_at=time.time(),
         )
-        accepted = await self._inbox.accept(msg)
-        await self._inbox.replies(accepted.item)
+        admission = await self._inbox.accept(msg)
+        if isinstance(admission, TurnedAway):  # the terminal is never gated, but say so
+            self._print(admission.reply or "Not allowed to talk to this agent.")
+            return
+        await self._inbox.replies(admission.item)
 
     async def _conversation(self) -> None:
         try:

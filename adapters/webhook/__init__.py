@@ -24,6 +24,8 @@ webhook:
   max_body_bytes: 1048576  # larger bodies get 413
   max_skew_seconds: 300    # signed requests older or newer than this get 401
   wait_timeout_seconds: 120  # a waiting request answers 202 after this long
+  owners: []               # user ids of the bot's owners (approve writes in chat)
+  rate_limit_per_minute: 20  # messages a chat may send a minute; the rest wait their turn
   routes: {}               # per-route settings, e.g.
   #   support:
   #     secret: ...        # overrides the global secret for /webhook/support
@@ -68,4 +70,5 @@ SPEC = PlatformSpec(
     mounts_routes=True,
     starter_config=STARTER_CONFIG,
     caller_context=caller_context,
+    authenticated=True,
 )

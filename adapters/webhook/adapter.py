@@ -25,11 +25,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from core.access import TurnedAway
 from core.errors import RequestRefused, SignatureError, StoreError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
-from core.store.records import InboxItem
+from core.store.records import Accepted, InboxItem
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class WebhookAdapter:
             route: str = request.path_params["route"]
             body = await self._read_body(route, request)
             msg = self._inbound(route, _parse(body))
-            accepted = await _stored(inbox.accept(msg))
+            accepted = _admitted(await _stored(inbox.accept(msg)))
         except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
         queued = {"message_id": msg.platform_message_id, "status": "queued"}
@@ -312,6 +313,13 @@ class WebhookAdapter:
             dedup_key=json.dumps([route, body.chat_id, message_id]),
             received_at=self._now(),
         )
+
+
+def _admitted(admission: Accepted | TurnedAway) -> Accepted:
+    # The route's secret authenticates webhook requests: the core does not gate them.
+    if isinstance(admission, TurnedAway):
+        raise RequestRefused(403, admission.reply or "not allowed to talk to this agent")
+    return admission
 
 
 async def _stored(call: Awaitable[T]) -> T:

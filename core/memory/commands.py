@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 
-from core.commands import Command, CommandHost, CommandReply
+from core.commands import Command, CommandHost, CommandReply, may_approve
 from core.errors import PendingNotFound
 from core.memory.approval import Decision, PendingWrite, PendingWrites
 from core.memory.operations import Operation
@@ -31,9 +31,9 @@ def memory_commands(
     approvers: Collection[str] = (),
 ) -> tuple[Command, ...]:
     """The ``/memory`` command. ``approvers`` ("platform:user_id") may approve and reject;
-    empty means anyone in the chat."""
+    empty means the bot's owners."""
 
-    def run(item: InboxItem, args: str) -> str:
+    def run(item: InboxItem, args: str, approver: bool) -> str:
         verb, _, rest = args.strip().partition(" ")
         verb, rest = verb.lower(), rest.strip()
         message = item.message
@@ -43,14 +43,18 @@ def memory_commands(
         if verb == "pending" and not rest:
             return pending_text(pending.list())
         if verb in ("approve", "reject") and rest and len(rest.split()) == 1:
-            if approvers and f"{message.platform}:{message.user_id}" not in approvers:
-                return "Only the operator (memory.approvers) can approve or reject memory writes."
+            if not approver:
+                return (
+                    "Only the operator (memory.approvers, or the platform's owners) can "
+                    "approve or reject memory writes."
+                )
             return decide_text(pending, verb, rest)
         return USAGE
 
     async def memory(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
         # File locks and fsync block: keep them off the event loop.
-        return CommandReply(await asyncio.to_thread(run, item, args))
+        approver = may_approve(host, item.message, approvers)
+        return CommandReply(await asyncio.to_thread(run, item, args, approver))
 
     summary = "memory usage; staged writes: /memory pending|approve|reject"
     return (Command("memory", summary, memory),)

@@ -8,10 +8,10 @@ counts; ``/skills pending``, ``/skills diff <id>``, ``/skills approve <id|all>``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 
-from core.commands import Command, CommandHost, CommandReply
+from core.commands import Command, CommandHost, CommandReply, may_approve
 from core.skills.approval import ApprovalOutcome, PendingSkillWrite, SkillApprovals
 from core.skills.library import Library
 from core.store.records import InboxItem
@@ -23,11 +23,16 @@ USAGE = (
 
 
 def skill_commands(
-    library_for: Callable[[str], Library], approvals: SkillApprovals, *, approval: bool
+    library_for: Callable[[str], Library],
+    approvals: SkillApprovals,
+    *,
+    approval: bool,
+    approvers: Collection[str] = (),
 ) -> tuple[Command, ...]:
-    """The ``/skills`` command; ``library_for(platform)`` is the library the model sees."""
+    """The ``/skills`` command; ``library_for(platform)`` is the library the model sees.
+    ``approvers`` ("platform:user_id") may approve and reject; empty means the owners."""
 
-    def run(item: InboxItem, args: str) -> str:
+    def run(item: InboxItem, args: str, approver: bool) -> str:
         verb, _, rest = args.strip().partition(" ")
         verb, rest = verb.lower(), rest.strip()
         if verb == "":
@@ -37,12 +42,18 @@ def skill_commands(
         if verb == "diff" and rest and len(rest.split()) == 1:
             return approvals.diff(rest)
         if verb in ("approve", "reject") and rest and len(rest.split()) == 1:
+            if not approver:
+                return (
+                    "Only the operator (skills.approvers, or the platform's owners) can "
+                    "approve or reject skill writes."
+                )
             return decide_text(approvals, verb, rest)
         return USAGE
 
     async def skills(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
+        approver = may_approve(host, item.message, approvers)
         # File locks and fsync block: keep them off the event loop.
-        return CommandReply(await asyncio.to_thread(run, item, args))
+        return CommandReply(await asyncio.to_thread(run, item, args, approver))
 
     summary = "the skills you can use; staged writes: /skills pending|diff|approve|reject"
     return (Command("skills", summary, skills),)

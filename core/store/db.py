@@ -19,6 +19,7 @@ from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
 from core.store.lineage_tree import LineageEntry, lineage_of
+from core.store.pairing import PairingStore
 from core.store.records import (
     Accepted,
     InboxItem,
@@ -66,6 +67,7 @@ class SessionDB:
         self.reviews = ReviewStore(self._engines.read, self._writer)
         self.curator = CuratorStore(self._engines.read, self._writer)
         self.cron = CronStore(self._engines.read, self._writer)
+        self.pairing = PairingStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:

@@ -237,3 +237,40 @@ scheduler_state = Table(
     Column("value", Text, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+# People an owner let in through pairing; they pass the platform's access policy.
+paired_people = Table(
+    "paired_people",
+    metadata,
+    Column("platform", String(32), primary_key=True),
+    Column("user_id", String(255), primary_key=True),
+    Column("user_name", String(255)),
+    Column("approved_at", Float, nullable=False),
+    Column("approved_by", String(255), nullable=False),
+)
+
+# Pairing codes waiting for an owner; only a hash of each code is kept.
+pairing_requests = Table(
+    "pairing_requests",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("platform", String(32), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("user_name", String(255)),
+    Column("chat_id", String(255), nullable=False),
+    Column("code_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_pairing_requests_code", "platform", "code_hash"),
+    Index("ix_pairing_requests_user", "platform", "user_id"),
+)
+
+# Wrong codes given to approve a pairing: enough in an hour lock approval.
+pairing_failures = Table(
+    "pairing_failures",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("platform", String(32), nullable=False),
+    Column("at", Float, nullable=False),
+    Index("ix_pairing_failures_platform", "platform", "at"),
+)

@@ -42,7 +42,7 @@ memory:
   write_approval: false    # stage each write in pending/memory/ until a person approves it
                            # (/memory approve <id|all>, chatgate memory approve)
   approvers: []            # who may approve/reject in chat, e.g. ["webhook:alice"];
-                           # empty: anyone in the chat (fine for a single-operator bot)
+                           # empty: the platform's owners (<platform>.owners)
   provider: ""             # an external memory provider beside the files, e.g. notes
   provider_options: {}     # notes: {max_results: 3, max_chars: 1500, scope: user}
   nudge_interval: 10       # user turns without a memory write before a memory review
@@ -56,7 +56,7 @@ class MemorySettings(Section):
     user_scope: Literal["profile", "per_user"] = "profile"
     # Stage every memory write for a person to approve (/memory approve, chatgate memory).
     write_approval: bool = False
-    # Who may /memory approve and /memory reject in chat ("platform:user_id"); empty: anyone.
+    # Who may /memory approve and /memory reject in chat ("platform:user_id"); empty: owners.
     approvers: list[str] = Field(default_factory=list)
     # An external memory provider beside the built-in files, by name ("" = none).
     provider: str = ""

@@ -37,6 +37,8 @@ skills:
   disabled: []             # skill names the model never sees
   write_approval: false    # stage skill writes until approved (/skills pending)
   nudge_interval: 10       # tool iterations without skill_manage before a skill review
+  approvers: []            # who may approve/reject in chat, e.g. ["webhook:alice"];
+                           # empty: the platform's owners (<platform>.owners)
 """
 
 
@@ -48,6 +50,8 @@ class SkillsSettings(Section):
     write_approval: bool = False
     # A background skill review after this many tool iterations without skill_manage (0: off).
     nudge_interval: int = Field(default=10, ge=0, le=1000)
+    # Who may /skills approve and /skills reject in chat ("platform:user_id"); empty: owners.
+    approvers: list[str] = Field(default_factory=list)
 
 
 class Skills:
@@ -69,6 +73,7 @@ class Skills:
                 lambda platform: tools.library(platform, registry.names()),
                 approvals,
                 approval=s.write_approval,
+                approvers=s.approvers,
             ),
             guidance={"skills_list": GUIDANCE},
             prompt_blocks=[

@@ -1,7 +1,7 @@
 """Telling someone who is not allowed to talk to the bot, at most once an hour.
 
-``RefusalLimiter`` forgets strangers after a while, so a public bot's memory does not
-grow without end.
+``RefusalLimiter`` (used by ``core.access``) forgets strangers after a while, so a
+public bot's memory does not grow without end.
 """
 
 from __future__ import annotations
