@@ -7,6 +7,7 @@ any adapter starts. Adapters see only ``ingress`` (the ``Inbox``) and ``ledger``
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -31,7 +32,10 @@ from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.tools import ToolRegistry
 from core.turn import TurnRunner
+from core.turn_watch import TurnWatch
 from core.turns import TurnProcessor, Work
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,10 @@ class CoreSettings:
     session_cache_size: int = 4096
     # Model calls per turn before the tool loop gives up.
     max_iterations: int = 20
+    # A turn's model calls and tools together; then it is failed with one line.
+    turn_timeout_seconds: float = 300.0
+    # The chat hears once that the answer is coming when a turn takes this long (0: never).
+    slow_notice_seconds: float = 20.0
 
 
 class Core:
@@ -84,8 +92,13 @@ class Core:
         )
         self.outbox = Outbox(db, clock, senders)
         host = CoreCommandHost(db, self.sessions, self.commands, hooks, model, self.access)
+        self._watch = TurnWatch(
+            self.outbox,
+            slow_notice_seconds=settings.slow_notice_seconds,
+            turn_timeout_seconds=settings.turn_timeout_seconds,
+        )
         processor = TurnProcessor(
-            db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats
+            db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats, self._watch
         )
         self._router: SessionRouter[Work] = SessionRouter(
             processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds
@@ -118,6 +131,22 @@ class Core:
         """Send ``texts`` to a chat unprompted (``Outbox.notify``)."""
         return await self.outbox.notify(target, texts, session_id=session_id)
 
+    async def drain(self, grace: float) -> None:
+        """The gateway is stopping: stop intake (``Ingress.stop_intake``), let running
+        turns finish for up to ``grace`` seconds, cancel the rest. Whatever is unfinished
+        stays pending in the inbox and runs at the next start."""
+        self.ingress.stop_intake()
+        running = self._router.running
+        log.info("stopping: %d running turn(s) may finish within %g s", running, grace)
+        cut = await self._router.drain(grace)
+        if cut:
+            log.warning(
+                "stopping: cancelled %d turn(s) still running after %g s; they run again at "
+                "the next start",
+                cut,
+                grace,
+            )
+
     async def recover(self, *, up_to: int) -> None:
         """After a restart: send what was committed but not delivered, then queue what
         was accepted but not processed (up to inbox id ``up_to``)."""
@@ -135,4 +164,5 @@ class Core:
     ) -> None:
         await self.ingress.close()
         await self._router.close()
+        await self._watch.close()
         await self.outbox.close()

@@ -12,6 +12,7 @@ ChatgateError                  every error chatgate raises on purpose
 │   │   ├── ProviderUnavailable  5xx or the connection failed (``retry_after``)
 │   │   └── ModelTimeout       no answer within the configured timeout
 │   └── ModelRequestError      the provider refused the request (4xx other than 429)
+├── TurnTimedOut               a turn ran past its bound (``seconds``) and was given up
 ├── ToolArgumentError          a tool call's arguments cannot be used; the message says how
 │                              to fix them, and nothing was done
 ├── MemoryRefused              a memory write was refused; nothing was written (``index``)
@@ -140,6 +141,14 @@ class ModelTimeout(TransientModelError):
 
 class ModelRequestError(ModelError):
     """The provider refused the request; retrying the same request will not help."""
+
+
+class TurnTimedOut(ChatgateError):
+    """A turn (its model calls and tools) ran past ``seconds`` and was given up."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the turn did not finish within {seconds:g} s")
+        self.seconds = seconds
 
 
 # -- tools ---------------------------------------------------------------------------

@@ -16,6 +16,12 @@ from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
 class Inbox(Protocol):
     """The core's front door, as adapters use it."""
 
+    @property
+    def accepting(self) -> bool:
+        """False while the gateway stops: what ``accept`` commits then waits for the next
+        start, so an adapter whose sender can retry (an HTTP client) refuses it instead."""
+        ...
+
     async def accept(self, msg: InboundMessage) -> Accepted | TurnedAway:
         """Commit ``msg`` durably and queue it for its session; safe to call twice.
 

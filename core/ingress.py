@@ -4,8 +4,11 @@
 the agent at all; then it commits the message to the inbox (a redelivery of the same
 platform message is recognised by its dedup key and not queued again) and queues it on
 its session's lane, with the chat command it invokes parsed once, here. ``/stop`` jumps
-the queue: it must reach the turn it is meant to cancel. ``recover`` queues what a previous process
-accepted but never processed.
+the queue: it must reach the turn it is meant to cancel. ``recover`` queues what a
+previous process accepted but never processed. Once ``stop_intake`` has been called
+(the gateway is stopping), what adapters still hand in is committed but not queued: it
+waits in the inbox for the next start, and ``accepting`` tells adapters that can refuse
+instead.
 """
 
 from __future__ import annotations
@@ -61,6 +64,15 @@ class Ingress:
         self._stats = stats
         self._policy = policy
         self._tasks = TaskSet("ingress")
+        self._accepting = True
+
+    @property
+    def accepting(self) -> bool:
+        """False once the gateway is stopping (see the module docstring)."""
+        return self._accepting
+
+    def stop_intake(self) -> None:
+        self._accepting = False
 
     async def close(self) -> None:
         await self._tasks.close()
@@ -78,7 +90,8 @@ class Ingress:
             self._stats.duplicates[msg.platform] += 1
             return accepted
         self._stats.inbound[msg.platform] += 1
-        self._dispatch(accepted.item)
+        if self._accepting:
+            self._dispatch(accepted.item)
         return accepted
 
     async def recover(self, up_to: int | None = None) -> int:

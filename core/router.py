@@ -4,7 +4,9 @@ Each key gets a lane: a FIFO of work items (an inbox item and what it asks for) 
 one worker task that drains it.
 Lanes of different keys run concurrently; a lane's worker exits when its queue has
 been empty for ``idle_seconds``. ``cancel`` stops the item a lane is running (for
-``/stop``) without touching what is queued behind it.
+``/stop``) without touching what is queued behind it. ``drain`` (the gateway is
+stopping) lets each lane finish the item it is running, for a grace period, and start
+nothing more.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class _Lane(Generic[W]):
     queue: deque[W] = field(default_factory=deque)
     wakeup: asyncio.Future[None] | None = None  # pending while the worker waits for work
     current: asyncio.Task[TurnReplies] | None = None
+    worker: asyncio.Task[None] | None = None
     stop_requested: bool = False
     idle_waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
@@ -65,6 +68,7 @@ class SessionRouter(Generic[W]):
         self._lanes: dict[str, _Lane[W]] = {}
         self._waiters: dict[int, asyncio.Future[TurnReplies]] = {}
         self._tasks = TaskSet("lane")
+        self._draining = False
 
     def submit(self, item: W) -> None:
         """Queue ``item`` behind earlier items of its session key."""
@@ -72,7 +76,9 @@ class SessionRouter(Generic[W]):
         lane = self._lanes.get(item.session_key)
         if lane is None:
             lane = self._lanes[item.session_key] = _Lane()
-            self._tasks.spawn(self._drain(item.session_key, lane), name=item.session_key)
+            lane.worker = self._tasks.spawn(
+                self._drain(item.session_key, lane), name=item.session_key
+            )
         lane.queue.append(item)
         _wake(lane.wakeup)
 
@@ -113,8 +119,34 @@ class SessionRouter(Generic[W]):
         return len(self._lanes)
 
     @property
+    def running(self) -> int:
+        """Items being processed right now (one at most per lane)."""
+        return sum(lane.current is not None for lane in self._lanes.values())
+
+    @property
     def queued(self) -> int:
         return sum(len(lane.queue) for lane in self._lanes.values())
+
+    async def drain(self, grace: float) -> int:
+        """Start no new item; give each lane ``grace`` seconds to finish the one it is
+        running, then cancel the rest. What is cancelled or was still queued stays pending
+        in the inbox for the next start, and whoever waits for it is told so
+        (``TurnReplies.pending``). Returns how many running items were cancelled."""
+        self._draining = True
+        workers = []
+        for lane in self._lanes.values():
+            _wake(lane.wakeup)  # an idle worker stops now instead of after ``idle_seconds``
+            if lane.worker is not None:
+                workers.append(lane.worker)
+        try:
+            if workers:
+                await asyncio.wait(workers, timeout=grace)
+        finally:  # also when a second stop signal cuts the grace short
+            cut = self.running
+            await self._tasks.close()
+            for inbox_id in list(self._waiters):
+                self.resolve(inbox_id, TurnReplies(None, [], pending=True))
+        return cut
 
     async def close(self) -> None:
         """Stop every lane; unfinished items stay pending in the inbox for next start."""
@@ -125,7 +157,7 @@ class SessionRouter(Generic[W]):
 
     async def _drain(self, key: str, lane: _Lane[W]) -> None:
         try:
-            while True:
+            while not self._draining:
                 if not lane.queue:
                     await self._wait_for_work(lane)
                     if not lane.queue:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from core.clock import Clock
 from core.commands import STOP, CommandHost, Invocation
-from core.errors import ModelError, ModelRequestError, RateLimited
+from core.errors import ModelError, ModelRequestError, RateLimited, TurnTimedOut
 from core.hooks import TurnHooks, TurnStart
+from core.messages import ChatTarget
 from core.outbox import Outbox
 from core.session_state import SessionState
 from core.sessions import SessionKeeper
@@ -26,6 +27,7 @@ from core.store.db import SessionDB
 from core.store.records import InboxItem, NewMessage, TurnOutcome, TurnReplies
 from core.tools import ToolContext
 from core.turn import TurnResult, TurnRunner
+from core.turn_watch import TurnWatch
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,7 @@ class TurnProcessor:
         outbox: Outbox,
         clock: Clock,
         stats: CoreStats,
+        watch: TurnWatch,
     ) -> None:
         self._db = db
         self._runner = runner
@@ -75,6 +78,7 @@ class TurnProcessor:
         self._outbox = outbox
         self._clock = clock
         self._stats = stats
+        self._watch = watch
 
     async def handle(self, work: Work) -> TurnReplies:
         """Run ``work``'s command or model turn and commit what it produced."""
@@ -86,7 +90,7 @@ class TurnProcessor:
         state = start.state
         try:
             result = await self._run_turn(state, item)
-        except ModelError as exc:
+        except (ModelError, TurnTimedOut) as exc:
             log.warning("turn %s failed: %s", item.id, exc.__class__.__name__)
             return await self._fail(item, state, failure_reply(exc), repr(exc), started)
         except Exception as exc:  # the one boundary where any bug becomes a clean reply
@@ -135,9 +139,10 @@ class TurnProcessor:
             thread_id=msg.thread_id,
             route=msg.route,
         )
-        return await self._runner.run(
+        run = self._runner.run(
             system=state.row.system_prompt, history=state.history, user=user, ctx=ctx
         )
+        return await self._watch.run(run, ChatTarget.of(msg), state.row.id)
 
     async def _complete(
         self,
@@ -217,10 +222,21 @@ class TurnProcessor:
         return TurnReplies(outcome.session_id, replies)
 
 
-def failure_reply(exc: ModelError) -> str:
+def failure_reply(exc: ModelError | TurnTimedOut) -> str:
     """One line a person can act on when the model could not answer."""
+    if isinstance(exc, TurnTimedOut):
+        return (
+            f"This took longer than {_duration(exc.seconds)}, so I stopped. "
+            "Please try again, or ask for less at once."
+        )
     if isinstance(exc, RateLimited):
         return "The model provider is rate-limiting requests; please try again in a minute."
     if isinstance(exc, ModelRequestError):
         return "The model provider refused the request; an administrator should check the logs."
     return "The model provider is not answering right now; please try again shortly."
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{seconds / 60:g} minutes"
+    return "1 second" if seconds == 1 else f"{seconds:g} seconds"

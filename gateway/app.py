@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import ClientDisconnect
 
 from core.clock import Clock, SystemClock
 from core.errors import StoreError
@@ -69,7 +70,21 @@ def create_app(
         if spec.mounts_routes:
             adapter.install(app)
     _add_health_routes(app)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     return app
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client left (or was cut off by the read timeout) before its request arrived
+    # whole: nobody is there to read an answer, and it is no error of ours to log.
+    return Response(status_code=408)
+
+
+async def drain(app: FastAPI) -> None:
+    """Begin stopping the gateway ``app`` runs (``Gateway.drain``), if it has started."""
+    gateway: Gateway | None = getattr(app.state, "gateway", None)
+    if gateway is not None:
+        await gateway.drain()
 
 
 def _gateway(request: Request) -> Gateway:
@@ -90,7 +105,8 @@ def _add_health_routes(app: FastAPI) -> None:
     async def readyz(gateway: GatewayDep) -> JSONResponse:
         """The SessionDB answers and every adapter has started and is healthy."""
         if not gateway.ready:
-            return JSONResponse({"status": "starting"}, status_code=503)
+            status = "stopping" if gateway.stopping else "starting"
+            return JSONResponse({"status": status}, status_code=503)
         try:
             await gateway.db.ping()
         except StoreError as exc:

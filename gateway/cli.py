@@ -68,10 +68,10 @@ def init(force: Annotated[bool, typer.Option(help="overwrite an existing config"
 
 @app.command()
 def run() -> None:
-    """Start every enabled adapter and the HTTP server."""
-    import uvicorn
-
-    from gateway.app import create_app
+    """Start every enabled adapter and the HTTP server; SIGTERM or SIGINT stops it
+    gracefully (exit 0)."""
+    from gateway.app import create_app, drain
+    from gateway.http_server import serve
     from gateway.runtime import migrate
 
     settings = _settings()
@@ -79,17 +79,7 @@ def run() -> None:
     _configure_logging(settings)
     # Fail with one line (not a lifespan traceback) when the database is unusable.
     asyncio.run(migrate(settings))
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app_,
-            host=settings.server.host,
-            port=settings.server.port,
-            log_level=settings.server.log_level,
-            log_config=None,
-        )
-    )
-    server.run()
-    if not server.started:
+    if not serve(app_, settings.server, drain=lambda: drain(app_)):
         raise typer.Exit(1)
 
 

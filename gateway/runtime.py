@@ -56,6 +56,14 @@ class Gateway:
     features: list[Feature] = field(default_factory=list)
     contributions: list[Contribution] = field(default_factory=list)
     ready: bool = False
+    stopping: bool = False
+
+    async def drain(self) -> None:
+        """Begin a graceful stop (``Core.drain`` with ``server.shutdown_grace``);
+        ``/readyz`` answers 503 from now on. ``open_gateway``'s exit does the rest."""
+        self.stopping = True
+        self.ready = False
+        await self.core.drain(self.settings.server.shutdown_grace)
 
     def feature(self, kind: type[F]) -> F:
         """The running feature of class ``kind`` (``gateway.feature(Review).service``)."""
@@ -208,6 +216,8 @@ def _core_settings(settings: Settings) -> CoreSettings:
         access=platforms.access_rules(settings),
         idle_worker_seconds=settings.sessions.idle_worker_seconds,
         max_iterations=settings.sessions.max_iterations,
+        turn_timeout_seconds=settings.sessions.turn_timeout_seconds,
+        slow_notice_seconds=settings.model.slow_notice_seconds,
     )
 
 

@@ -30,6 +30,14 @@ class ServerSettings(Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # On SIGTERM/SIGINT: how long running turns may finish before they are cancelled
+    # (and left pending for the next start).
+    shutdown_grace: float = Field(default=20.0, ge=0, le=3600)
+    # A client has this long to send a request's head and body, from its first byte
+    # (or from connecting); then the connection is closed.
+    read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    # Connections served at once; past it requests are answered 503.
+    max_connections: int = Field(default=1000, ge=1, le=1_000_000)
 
 
 class DatabaseSettings(Section):
@@ -60,12 +68,19 @@ class ModelSettings(Section):
     retry_max_seconds: float = Field(default=30.0, ge=0)
     stream: bool = False
     max_tokens: int = Field(default=4096, ge=1)
+    # One bound on a model call, retries and their pauses included.
+    call_timeout_seconds: float = Field(default=90.0, gt=0)
+    # Tell the chat once that the answer is slow when a turn has not answered this
+    # soon (0: never).
+    slow_notice_seconds: float = Field(default=20.0, ge=0)
 
 
 class SessionSettings(Section):
     group_sessions_per_user: bool = True
     max_iterations: int = Field(default=20, ge=1, le=200)
     idle_worker_seconds: float = Field(default=300.0, gt=0)
+    # The longest a turn (model calls and tools) may run before it is failed.
+    turn_timeout_seconds: float = Field(default=300.0, gt=0)
 
 
 class PromptSettings(Section):
@@ -150,6 +165,7 @@ class Settings(Section):
             retry_max_seconds=m.retry_max_seconds,
             stream=m.stream,
             max_tokens=m.max_tokens,
+            call_timeout_seconds=m.call_timeout_seconds,
         )
 
 

@@ -15,6 +15,10 @@ server:
   host: 127.0.0.1          # [CHATGATE_HOST] address the HTTP server binds
   port: 8080               # [CHATGATE_PORT]
   log_level: info          # [CHATGATE_LOG_LEVEL] debug | info | warning | error
+  shutdown_grace: 20       # on SIGTERM/SIGINT, seconds running turns may finish; the rest
+                           # are cancelled and run again at the next start
+  read_timeout_seconds: 30 # a client must send a request's head and body within this
+  max_connections: 1000    # connections served at once; past it requests get 503
 
 database:
   url: ""                  # [CHATGATE_DATABASE_URL] empty: SQLite at $CHATGATE_HOME/state.db;
@@ -30,7 +34,9 @@ model:
   base_url: null           # [OPENAI_BASE_URL] any OpenAI-compatible server
   # api_key: ...           # [OPENAI_API_KEY] prefer the environment for secrets
   # anthropic_api_key: ... # [ANTHROPIC_API_KEY]
-  timeout_seconds: 60      # per model call
+  timeout_seconds: 60      # per try of a model call
+  call_timeout_seconds: 90 # one model call, every try and backoff pause included
+  slow_notice_seconds: 20  # tell the chat once that the answer is coming (0: never)
   max_retries: 3           # on 429, 5xx and timeouts, honouring Retry-After
   retry_base_seconds: 0.5  # first backoff; doubles each retry, with jitter
   retry_max_seconds: 30
@@ -41,6 +47,7 @@ sessions:
   group_sessions_per_user: true  # in group chats, each member gets their own session
   max_iterations: 20       # model calls per turn before the tool loop gives up
   idle_worker_seconds: 300 # a chat's worker exits after this long without messages
+  turn_timeout_seconds: 300  # a turn's model calls and tools together; then one line
 
 prompt:
   identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)

@@ -287,8 +287,7 @@ async def test_run_serves_the_webhook_on_the_offline_model(home: Path) -> None:
             docs = await client.get("/docs")
             metrics = await client.get("/metrics")
         proc.send_signal(signal.SIGTERM)
-        # uvicorn re-raises the signal once it has shut down cleanly.
-        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0  # a stop that was asked for is not a crash
     log = run_log(home)
 
     assert "Application shutdown complete" in log
@@ -310,11 +309,13 @@ def inbox_status(home: Path, message_id: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-async def replies_for(client: httpx.AsyncClient, message_id: str) -> list[dict[str, Any]]:
+async def replies_for(
+    client: httpx.AsyncClient, message_id: str, *, chat_id: str = "c1"
+) -> list[dict[str, Any]]:
     """Poll GET replies (bounded) until ``message_id`` has been answered."""
     deadline = time.monotonic() + 30
     while True:
-        response = await client.get("/webhook/demo/chats/c1/replies", params={"after": 0})
+        response = await client.get(f"/webhook/demo/chats/{chat_id}/replies", params={"after": 0})
         assert response.status_code == 200, response.text
         found = [r for r in response.json()["replies"] if r["message_id"] == message_id]
         if found:
@@ -395,7 +396,7 @@ async def test_run_with_discord_logs_neither_secrets_nor_messages_even_at_debug(
                 interaction = dc.slash("help", dm=True)
                 await dc.wait_responses(1)
             proc.send_signal(signal.SIGTERM)
-            assert await asyncio.to_thread(proc.wait, 30) in (0, -signal.SIGTERM)
+            assert await asyncio.to_thread(proc.wait, 30) == 0
     log = run_log(home)
 
     assert "discord: connected as" in log  # the adapter's INFO lines are kept

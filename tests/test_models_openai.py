@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -421,6 +422,31 @@ async def test_a_stream_that_failed_before_speaking_is_retried() -> None:
     client: ModelClient = RetryingModel(inner, FAST_RETRIES)
     reply = await client.complete(ModelRequest(system="", messages=[], on_text=on_text))
     assert (inner.calls, reply.content, deltas) == (2, "whole answer", ["whole answer"])
+
+
+async def test_a_hung_provider_costs_one_call_timeout_not_every_retry(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    # Each try times out after 0.6 s; four tries would keep the person ~2.4 s.
+    for _ in range(4):
+        fake_openai.hang(30)
+    cfg = config_for(
+        fake_openai,
+        timeout_seconds=0.6,
+        max_retries=3,
+        retry_base_seconds=0.01,
+        call_timeout_seconds=1.0,
+    )
+    client = build_model_client(cfg)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelTimeout, match=r"no answer within 1 s, retries included"):
+            await client.complete(ask("hi"))
+    finally:
+        await client.aclose()
+    elapsed = time.monotonic() - started
+    assert 1.0 <= elapsed < 1.8
+    assert len(fake_openai.requests) == 2  # the second try was cut short by the bound
 
 
 # -- configuration --------------------------------------------------------------------

@@ -144,3 +144,28 @@ async def test_an_item_submitted_as_its_lane_goes_idle_is_still_processed() -> N
         await asyncio.wait_for(done, 5)
     assert [i for event, i in rec.events if event == "end"] == list(range(1, 41))
     await router.close()
+
+
+async def test_drain_finishes_what_runs_in_time_and_starts_nothing_queued() -> None:
+    rec = Recorder()
+    router = SessionRouter(rec.handle, rec.on_cancelled)
+    rec.gates[1] = asyncio.Event()
+    rec.gates[3] = asyncio.Event()  # never opened: still running when the grace ends
+    futures = {i: router.watch(i) for i in (1, 2, 3)}
+    router.submit(_item(1, "a"))
+    router.submit(_item(2, "a"))  # queued behind 1
+    router.submit(_item(3, "b"))
+    await rec.started_event(1).wait()
+    await rec.started_event(3).wait()
+
+    draining = asyncio.ensure_future(router.drain(grace=0.2))
+    rec.gates[1].set()
+    cut = await draining
+
+    assert cut == 1
+    assert rec.events == [("start", 1), ("start", 3), ("end", 1)]  # 2 never started
+    assert futures[1].result().pending is False
+    assert futures[2].result().pending is True  # told "not done", not a cancelled future
+    assert futures[3].result().pending is True
+    assert rec.cancelled == []  # a stop is not /stop: both stay pending for the next start
+    await router.close()

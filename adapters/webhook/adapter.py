@@ -41,6 +41,9 @@ ID_MAX = 255
 # when FastAPI parsed it.
 TRUE_WORDS = frozenset({"true", "1", "yes", "on", "t", "y"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off", "f", "n"})
+UNAVAILABLE = "the gateway is starting or stopping; retry shortly"
+# A stopping gateway is usually back (restarted by systemd or Docker) within seconds.
+RETRY_AFTER_SECONDS = "5"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +203,7 @@ class WebhookAdapter:
         # microseconds of ~100 a request took in-process.
         try:
             wait = _read_flag(request, "wait", default=True)
-            inbox = self._require_inbox()
+            inbox = self._require_intake()
             route: str = request.path_params["route"]
             body = await self._read_body(route, request)
             msg = self._inbound(route, _parse(body))
@@ -276,8 +279,14 @@ class WebhookAdapter:
 
     def _require_inbox(self) -> Inbox:
         if self._inbox is None:
-            raise RequestRefused(503, "the gateway is starting or stopping; retry shortly")
+            raise RequestRefused(503, UNAVAILABLE, {"Retry-After": RETRY_AFTER_SECONDS})
         return self._inbox
+
+    def _require_intake(self) -> Inbox:
+        inbox = self._require_inbox()
+        if not inbox.accepting:  # stopping: the client retries rather than wait for a restart
+            raise RequestRefused(503, UNAVAILABLE, {"Retry-After": RETRY_AFTER_SECONDS})
+        return inbox
 
     async def _read_body(self, route: str, request: Request) -> bytes:
         if not ROUTE_PATTERN.match(route):

@@ -91,6 +91,8 @@ class ModelConfig:
     retry_max_seconds: float = 30.0
     stream: bool = False
     max_tokens: int = 4096
+    # All tries of one call together, pauses included (``RetryingModel``).
+    call_timeout_seconds: float = 90.0
 
 
 class ModelClient(Protocol):

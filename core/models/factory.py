@@ -52,4 +52,4 @@ def build_model_client(cfg: ModelConfig) -> ModelClient:
     build = PROVIDERS.get(cfg.provider)
     if build is None:
         raise ConfigError("model.provider", f"unknown provider {cfg.provider!r}")
-    return RetryingModel(build(cfg), retry_policy_for(cfg))
+    return RetryingModel(build(cfg), retry_policy_for(cfg), call_timeout=cfg.call_timeout_seconds)

@@ -2,15 +2,18 @@
 
 Providers raise ``TransientModelError`` for failures worth another try (429, 5xx,
 connection errors, timeouts); this wrapper retries those through
-``core.retry.retry_async`` and lets everything else through at once.
+``core.retry.retry_async`` and lets everything else through at once. ``call_timeout``
+bounds the whole call, every try and pause included: a provider that hangs costs the
+person that long, not ``(retries + 1) * timeout`` plus the pauses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 
-from core.errors import TransientModelError
+from core.errors import ModelTimeout, TransientModelError
 from core.models.base import ModelClient, ModelReply, ModelRequest, TextSink
 from core.retry import RetryPolicy, retry_async
 
@@ -25,9 +28,12 @@ class RetryingModel:
     error is raised instead.
     """
 
-    def __init__(self, inner: ModelClient, policy: RetryPolicy) -> None:
+    def __init__(
+        self, inner: ModelClient, policy: RetryPolicy, *, call_timeout: float | None = None
+    ) -> None:
         self._inner = inner
         self._policy = policy
+        self._call_timeout = call_timeout
 
     @property
     def provider(self) -> str:
@@ -38,16 +44,27 @@ class RetryingModel:
         return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        """Answer ``request``, retrying transient failures as the policy allows."""
+        """Answer ``request``, retrying transient failures as the policy allows; raise
+        ``ModelTimeout`` once ``call_timeout`` has passed, whatever try is under way."""
         sink = _TrackingSink(request.on_text)
         tracked = request if request.on_text is None else dataclasses.replace(request, on_text=sink)
-        return await retry_async(
-            lambda: self._inner.complete(tracked),
-            policy=self._policy,
-            retry_on=(TransientModelError,),
-            should_retry=lambda _error: not sink.emitted,
-            on_retry=self._log_retry,
-        )
+        deadline = asyncio.timeout(self._call_timeout)
+        try:
+            async with deadline:
+                return await retry_async(
+                    lambda: self._inner.complete(tracked),
+                    policy=self._policy,
+                    retry_on=(TransientModelError,),
+                    should_retry=lambda _error: not sink.emitted,
+                    on_retry=self._log_retry,
+                )
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise ModelTimeout(
+                f"{self.provider}: no answer within {self._call_timeout:g} s, retries included",
+                provider=self.provider,
+            ) from None
 
     def _log_retry(self, attempt: int, error: BaseException, delay: float) -> None:
         _log.warning(
