@@ -26,12 +26,20 @@ GOOD = {"chat_id": "c1", "user_id": "u1", "text": "hello"}
 ALLOWED = {200, 202, 401, 413, 422}
 
 
-def signed_headers(secret: str, body: bytes, *, at: float | None = None) -> dict[str, str]:
+def signed_headers(
+    secret: str,
+    body: bytes,
+    target: str = "/webhook/demo",
+    *,
+    method: str = "POST",
+    at: float | None = None,
+) -> dict[str, str]:
+    """Headers signing ``method target`` with ``body`` (the README's recipe)."""
     timestamp = str(int(time.time() if at is None else at))
     return {
         "content-type": "application/json",
         "x-chatgate-timestamp": timestamp,
-        "x-chatgate-signature": sign(secret, timestamp, body),
+        "x-chatgate-signature": sign(secret, timestamp, method, target, body),
     }
 
 
@@ -130,7 +138,7 @@ async def test_timestamp_within_skew_is_accepted(signed_gateway: RunningGateway)
 async def test_non_numeric_timestamp_is_401(signed_gateway: RunningGateway) -> None:
     body = encode(GOOD)
     headers = {**signed_headers(SECRET, body), "x-chatgate-timestamp": "yesterday"}
-    headers["x-chatgate-signature"] = sign(SECRET, "yesterday", body)
+    headers["x-chatgate-signature"] = sign(SECRET, "yesterday", "POST", "/webhook/demo", body)
 
     assert_error(await post(signed_gateway, body, headers), 401)
 
@@ -149,27 +157,28 @@ async def test_missing_headers_are_401(signed_gateway: RunningGateway, missing: 
 
 async def test_route_secret_overrides_the_global_one(signed_gateway: RunningGateway) -> None:
     body = encode(GOOD)
-    with_route = signed_headers(ROUTE_SECRET, body)
-    with_global = signed_headers(SECRET, body)
 
-    assert (await post(signed_gateway, body, with_route, route="special")).status_code == 200
-    assert_error(await post(signed_gateway, body, with_global, route="special"), 401)
-    assert_error(await post(signed_gateway, body, with_route, route="demo"), 401)
-    assert (await post(signed_gateway, body, with_global, route="demo")).status_code == 200
+    def headers(secret: str, route: str) -> dict[str, str]:
+        return signed_headers(secret, body, f"/webhook/{route}")
+
+    special, demo = "special", "demo"
+    assert (await post(signed_gateway, body, headers(ROUTE_SECRET, special), special)).is_success
+    assert_error(await post(signed_gateway, body, headers(SECRET, special), special), 401)
+    assert_error(await post(signed_gateway, body, headers(ROUTE_SECRET, demo), demo), 401)
+    assert (await post(signed_gateway, body, headers(SECRET, demo), demo)).status_code == 200
 
 
 async def test_pulling_replies_needs_a_signature(signed_gateway: RunningGateway) -> None:
     body = encode({**GOOD, "message_id": "m1"})
     await post(signed_gateway, body, signed_headers(SECRET, body))
-    path = "/webhook/demo/chats/c1/replies"
+    path = "/webhook/demo/chats/c1/replies?after=0"
 
-    unsigned = await signed_gateway.client.get(path, params={"after": 0})
-    badly_signed = await signed_gateway.client.get(
-        path, params={"after": 0}, headers=signed_headers("wrong", b"")
-    )
-    signed = await signed_gateway.client.get(
-        path, params={"after": 0}, headers=signed_headers(SECRET, b"")
-    )
+    def get_headers(secret: str) -> dict[str, str]:
+        return signed_headers(secret, b"", path, method="GET")
+
+    unsigned = await signed_gateway.client.get(path)
+    badly_signed = await signed_gateway.client.get(path, headers=get_headers("wrong"))
+    signed = await signed_gateway.client.get(path, headers=get_headers(SECRET))
 
     assert_error(unsigned, 401)
     assert_error(badly_signed, 401)

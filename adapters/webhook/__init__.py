@@ -24,6 +24,10 @@ webhook:
   max_body_bytes: 1048576  # larger bodies get 413
   max_skew_seconds: 300    # signed requests older or newer than this get 401
   wait_timeout_seconds: 120  # a waiting request answers 202 after this long
+  legacy_signatures: false # also accept the old timestamp.body signature
+  replay_cache_size: 100000  # signatures remembered for replay refusal; full: 503
+  allow_unsigned: false    # start on a non-loopback host without a secret
+  sessions_per_user: false # each user of a chat gets their own session
   owners: []               # user ids of the bot's owners (approve writes in chat)
   rate_limit_per_minute: 20  # messages a chat may send a minute; the rest wait their turn
   routes: {}               # per-route settings, e.g.
@@ -48,6 +52,8 @@ def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
         max_body_bytes=hook.max_body_bytes,
         max_skew_seconds=hook.max_skew_seconds,
         wait_timeout_seconds=hook.wait_timeout_seconds,
+        legacy_signatures=hook.legacy_signatures,
+        replay_cache_size=hook.replay_cache_size,
     )
     return WebhookAdapter(options, now=services.now)
 

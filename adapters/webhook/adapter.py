@@ -19,12 +19,24 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
-from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, request_target, verify
+from adapters.webhook.replay import ReplayCache
+from adapters.webhook.schema import (
+    ID_MAX,
+    POST_ERRORS,
+    POST_OPENAPI,
+    SIGNATURE_PARAMETERS,
+    SIGNED_ERRORS,
+    PulledReplies,
+    PulledReply,
+    WebhookMessage,
+    WebhookTurn,
+)
 from core.access import TurnedAway
 from core.errors import RequestRefused, SignatureError, StoreError
 from core.inbox import Inbox
@@ -36,7 +48,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 ROUTE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-ID_MAX = 255
+REPLAYED = "this signature was already used: sign each request anew"
 # The words pydantic takes for a bool (any case), so ``?wait=`` means what it meant
 # when FastAPI parsed it.
 TRUE_WORDS = frozenset({"true", "1", "yes", "on", "t", "y"})
@@ -55,79 +67,10 @@ class WebhookOptions:
     max_body_bytes: int = 1_048_576
     max_skew_seconds: float = 300.0
     wait_timeout_seconds: float = 120.0
-
-
-class WebhookMessage(BaseModel):
-    """The JSON body of ``POST /webhook/{route}``."""
-
-    chat_id: str = Field(min_length=1, max_length=ID_MAX)
-    user_id: str = Field(min_length=1, max_length=ID_MAX)
-    text: str = Field(min_length=1)
-    message_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX)
-    user_name: str | None = Field(default=None, max_length=ID_MAX)
-    thread_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX)
-
-    @field_validator("chat_id", "user_id", "message_id", "thread_id", mode="before")
-    @classmethod
-    def _ids_as_text(cls, value: Any) -> Any:
-        # Integer ids are common (Telegram-style); bools are a client bug, not ids.
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-        return value
-
-
-class WebhookReply(BaseModel):
-    text: str
-
-
-class WebhookTurn(BaseModel):
-    session_id: str | None
-    message_id: str
-    replies: list[WebhookReply]
-
-
-class WebhookQueued(BaseModel):
-    message_id: str
-    status: str = "queued"
-
-
-class PulledReply(BaseModel):
-    id: int
-    text: str
-    session_id: str | None
-    message_id: str | None
-    created_at: float
-
-
-class PulledReplies(BaseModel):
-    replies: list[PulledReply]
-    cursor: int
-
-
-# ``post_message`` reads its own parameters, so FastAPI cannot describe them.
-POST_OPENAPI: dict[str, Any] = {
-    "parameters": [
-        {
-            "name": "route",
-            "in": "path",
-            "required": True,
-            "schema": {"title": "Route", "type": "string"},
-        },
-        {
-            "name": "wait",
-            "in": "query",
-            "required": False,
-            "description": "Wait for the turn and answer with its replies (else 202).",
-            "schema": {"title": "Wait", "type": "boolean", "default": True},
-        },
-    ],
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": WebhookMessage.model_json_schema()}},
-    },
-}
+    # Also accept the old signature over timestamp and body only.
+    legacy_signatures: bool = False
+    # Signatures remembered at once (one skew window's worth); past it, 503.
+    replay_cache_size: int = 100_000
 
 
 class DirectRoute(APIRoute):
@@ -154,6 +97,7 @@ class WebhookAdapter:
         self._now = now
         self._inbox: Inbox | None = None
         self._ledger: DeliveryLedger | None = None
+        self._seen = ReplayCache(options.replay_cache_size)
 
     @property
     def healthy(self) -> bool:
@@ -183,16 +127,20 @@ class WebhookAdapter:
             route_class_override=DirectRoute,
             methods=["POST"],
             response_model=WebhookTurn,
-            responses={202: {"model": WebhookQueued}, 401: {}, 413: {}, 422: {}},
+            responses=POST_ERRORS,
             openapi_extra=POST_OPENAPI,
             summary="Send a chat message to the agent",
             tags=["webhook"],
         )
         app.add_api_route(
-            "/webhook/{route}/chats/{chat_id}/replies",
+            # ``:path``: a chat id may hold a ``/``, sent as ``%2F`` and decoded before
+            # routing.
+            "/webhook/{route}/chats/{chat_id:path}/replies",
             self.get_replies,
             methods=["GET"],
             response_model=PulledReplies,
+            responses=SIGNED_ERRORS,
+            openapi_extra={"parameters": SIGNATURE_PARAMETERS},
             summary="Read replies for a chat after a cursor",
             tags=["webhook"],
         )
@@ -205,8 +153,11 @@ class WebhookAdapter:
             wait = _read_flag(request, "wait", default=True)
             inbox = self._require_intake()
             route: str = request.path_params["route"]
-            body = await self._read_body(route, request)
-            msg = self._inbound(route, _parse(body))
+            body, replayed = await self._read_body(route, request)
+            parsed = _parse(body)
+            # With a message id, the inbox answers a replay from the first turn.
+            _refuse_replay(replayed and parsed.message_id is None)
+            msg = self._inbound(route, parsed)
             accepted = _admitted(await _stored(inbox.accept(msg)))
         except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
@@ -221,7 +172,7 @@ class WebhookAdapter:
     async def get_replies(
         self,
         route: str,
-        chat_id: str,
+        chat_id: Annotated[str, Path(min_length=1, max_length=ID_MAX)],
         request: Request,
         after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -229,7 +180,7 @@ class WebhookAdapter:
         """Replies for ``chat_id`` with an id above ``after``; ``cursor`` is the next ``after``."""
         try:
             inbox = self._require_inbox()
-            await self._read_body(route, request)
+            _refuse_replay((await self._read_body(route, request))[1])
             replies = await _stored(
                 inbox.replies_after(
                     platform=self.name, route=route, chat_id=chat_id, after=after, limit=limit
@@ -288,24 +239,35 @@ class WebhookAdapter:
             raise RequestRefused(503, UNAVAILABLE, {"Retry-After": RETRY_AFTER_SECONDS})
         return inbox
 
-    async def _read_body(self, route: str, request: Request) -> bytes:
+    async def _read_body(self, route: str, request: Request) -> tuple[bytes, bool]:
+        """The body, and whether its signature was seen before (a replay)."""
         if not ROUTE_PATTERN.match(route):
             raise RequestRefused(404, "unknown route: use letters, digits, '.', '_' or '-'")
         body = await _read_capped(request, self.options.max_body_bytes)
         secret = self.options.route_secrets.get(route) or self.options.secret
-        if secret:
-            try:
-                verify(
-                    secret,
-                    timestamp=request.headers.get(TIMESTAMP_HEADER),
-                    signature=request.headers.get(SIGNATURE_HEADER),
-                    body=body,
-                    now=self._now(),
-                    max_skew=self.options.max_skew_seconds,
-                )
-            except SignatureError as exc:
-                raise RequestRefused(401, str(exc)) from None
-        return body
+        if not secret:
+            return body, False
+        return body, self._replayed(secret, request, body)
+
+    def _replayed(self, secret: str, request: Request, body: bytes) -> bool:
+        now, skew = self._now(), self.options.max_skew_seconds
+        timestamp = request.headers.get(TIMESTAMP_HEADER)
+        try:
+            signature = verify(
+                secret,
+                timestamp=timestamp,
+                signature=request.headers.get(SIGNATURE_HEADER),
+                method=request.method,
+                target=request_target(request.scope),
+                body=body,
+                now=now,
+                max_skew=skew,
+                legacy=self.options.legacy_signatures,
+            )
+        except SignatureError as exc:
+            raise RequestRefused(401, str(exc)) from None
+        # ``verify`` checked the timestamp: it is an int within the skew window.
+        return self._seen.seen(signature, now=now, expires_at=int(timestamp or 0) + skew)
 
     def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
         message_id = body.message_id or f"auto-{secrets.token_hex(12)}"
@@ -322,6 +284,11 @@ class WebhookAdapter:
             dedup_key=json.dumps([route, body.chat_id, message_id]),
             received_at=self._now(),
         )
+
+
+def _refuse_replay(replayed: bool) -> None:
+    if replayed:
+        raise RequestRefused(409, REPLAYED)
 
 
 def _admitted(admission: Accepted | TurnedAway) -> Accepted:

@@ -21,4 +21,17 @@ class WebhookSettings(ChatPolicySettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_skew_seconds: int = Field(default=300, ge=1)
     wait_timeout_seconds: float = Field(default=120.0, gt=0)
+    # Also accept the old signature over timestamp and body only (not bound to the
+    # method, path and query): for clients not yet updated.
+    legacy_signatures: bool = False
+    # Signatures remembered to refuse replays (409) within max_skew_seconds; when this
+    # many are live, new signed requests get 503 until older ones expire.
+    replay_cache_size: int = Field(default=100_000, ge=1, le=10_000_000)
+    # Start on a non-loopback address with no secret (anyone who can reach the port
+    # talks to the model and reads every chat's replies).
+    allow_unsigned: bool = False
+    # Each user of one webhook chat gets their own session (as group members do on
+    # other platforms); otherwise the chat's users share one, and /new and /stop act
+    # on it for all of them.
+    sessions_per_user: bool = False
     routes: dict[str, WebhookRoute] = Field(default_factory=dict)

@@ -1,0 +1,156 @@
+"""The webhook's request and response bodies, and how the OpenAPI schema describes them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+
+from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER
+
+ID_MAX = 255
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+def _id_as_text(value: Any) -> Any:
+    # Integer ids are common (Telegram-style); bools are a client bug, not ids.
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not INT_MIN <= value <= INT_MAX:
+            raise ValueError("an integer id must fit in 64 bits")
+        return str(value)
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+# What the schema says is what the validator takes: text of 1-255 characters (no NUL),
+# or a 64-bit integer (as platforms number things).
+ID_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": ID_MAX, "pattern": "^[^\\x00]*$"},
+        {"type": "integer", "minimum": INT_MIN, "maximum": INT_MAX},
+    ]
+}
+Id = Annotated[
+    str,
+    BeforeValidator(_id_as_text),
+    Field(min_length=1, max_length=ID_MAX),
+    WithJsonSchema(ID_SCHEMA),
+]
+OptionalId = Annotated[
+    str | None,
+    BeforeValidator(_id_as_text),
+    Field(min_length=1, max_length=ID_MAX),
+    WithJsonSchema({"anyOf": [*ID_SCHEMA["anyOf"], {"type": "null"}]}),
+]
+
+
+class WebhookMessage(BaseModel):
+    """The JSON body of ``POST /webhook/{route}``."""
+
+    chat_id: Id
+    user_id: Id
+    text: str = Field(min_length=1)
+    message_id: OptionalId = None
+    user_name: str | None = Field(default=None, max_length=ID_MAX)
+    thread_id: OptionalId = None
+
+
+class WebhookReply(BaseModel):
+    text: str
+
+
+class WebhookTurn(BaseModel):
+    session_id: str | None
+    message_id: str
+    replies: list[WebhookReply]
+
+
+class WebhookQueued(BaseModel):
+    message_id: str
+    status: str = "queued"
+
+
+class PulledReply(BaseModel):
+    id: int
+    text: str
+    session_id: str | None
+    message_id: str | None
+    created_at: float
+
+
+class PulledReplies(BaseModel):
+    replies: list[PulledReply]
+    cursor: int
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx (and 503) our routes answer: what went wrong, and which field if one."""
+
+    error: str
+    field: str | None = None
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+# Every answer a webhook route may give besides its success.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: _error("Unknown route name"),
+    422: _error("A body, path or query value is not valid (``field`` names it)"),
+    503: _error("Starting, stopping or the message store is unavailable; retry after"),
+}
+SIGNED_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _error("Missing, stale or wrong signature (when the route has a secret)"),
+    409: _error("This signature was already used (a replay)"),
+    **ERRORS,
+}
+POST_ERRORS: dict[int | str, dict[str, Any]] = {
+    **SIGNED_ERRORS,
+    202: {"model": WebhookQueued, "description": "Accepted; the turn is not done yet"},
+    403: _error("The access policy keeps this sender out"),
+    413: _error("The body is larger than webhook.max_body_bytes"),
+}
+
+SIGNATURE_PARAMETERS: list[dict[str, Any]] = [
+    {
+        "name": TIMESTAMP_HEADER,
+        "in": "header",
+        "required": False,
+        "description": "Unix seconds the request was signed at (required with a secret).",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": SIGNATURE_HEADER,
+        "in": "header",
+        "required": False,
+        "description": 'sha256=<hex HMAC of timestamp "." METHOD "." target "." body>'
+        " (required with a secret; see the README).",
+        "schema": {"type": "string"},
+    },
+]
+
+# ``post_message`` reads its own parameters, so FastAPI cannot describe them.
+POST_OPENAPI: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "route",
+            "in": "path",
+            "required": True,
+            "schema": {"title": "Route", "type": "string"},
+        },
+        {
+            "name": "wait",
+            "in": "query",
+            "required": False,
+            "description": "Wait for the turn and answer with its replies (else 202).",
+            "schema": {"title": "Wait", "type": "boolean", "default": True},
+        },
+        *SIGNATURE_PARAMETERS,
+    ],
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": WebhookMessage.model_json_schema()}},
+    },
+}
