@@ -15,8 +15,11 @@ import pytest_asyncio
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import func, select
 
-from adapters.webhook.auth import sign
+from adapters.webhook.auth import sign, sign_legacy
+from core.store.schema import inbox, messages
+from tests.direct_sql import read_rows
 from tests.gateway_server import RunningGateway, running_gateway
 
 SECRET = "global-secret"
@@ -192,6 +195,117 @@ async def test_unsigned_request_is_not_accepted(signed_gateway: RunningGateway) 
 
     assert_error(response, 401)
     assert await signed_gateway.gateway.db.recent_sessions() == []
+
+
+# -- signatures bound to the request ------------------------------------------------------
+
+
+async def user_turns(gw: RunningGateway) -> int:
+    """User messages stored: one per turn that ran."""
+    stmt = select(func.count()).select_from(messages).where(messages.c.role == "user")
+    [row] = await read_rows(gw.settings.database_url, stmt)
+    return int(row[0])
+
+
+async def test_a_signature_for_one_route_is_refused_on_another(
+    signed_gateway: RunningGateway,
+) -> None:
+    body = encode(GOOD)
+    for_demo = signed_headers(SECRET, body, "/webhook/demo")
+
+    error = assert_error(await post(signed_gateway, body, for_demo, route="other"), 401)
+
+    assert "signature" in error
+    assert await user_turns(signed_gateway) == 0
+
+
+async def test_a_signed_read_is_good_for_its_chat_and_query_only(
+    signed_gateway: RunningGateway,
+) -> None:
+    body = encode({**GOOD, "message_id": "m1"})
+    await post(signed_gateway, body, signed_headers(SECRET, body))
+    path = "/webhook/demo/chats/c1/replies?after=0"
+    headers = signed_headers(SECRET, b"", path, method="GET")
+    client = signed_gateway.client
+
+    assert_error(await client.get("/webhook/demo/chats/c2/replies?after=0", headers=headers), 401)
+    assert_error(await client.get("/webhook/other/chats/c1/replies?after=0", headers=headers), 401)
+    assert_error(await client.get("/webhook/demo/chats/c1/replies?after=1", headers=headers), 401)
+    as_post = signed_headers(SECRET, b"", path, method="POST")
+    assert_error(await client.get(path, headers=as_post), 401)
+    assert (await client.get(path, headers=headers)).status_code == 200
+
+
+async def test_the_target_is_signed_as_sent_on_the_wire(signed_gateway: RunningGateway) -> None:
+    body = encode({**GOOD, "chat_id": "team/ops", "message_id": "m1"})
+    await post(signed_gateway, body, signed_headers(SECRET, body))
+    wire = "/webhook/demo/chats/team%2Fops/replies?after=0&limit=5"
+    decoded = "/webhook/demo/chats/team/ops/replies?after=0&limit=5"
+
+    refused = await signed_gateway.client.get(
+        wire, headers=signed_headers(SECRET, b"", decoded, method="GET")
+    )
+    read = await signed_gateway.client.get(
+        wire, headers=signed_headers(SECRET, b"", wire, method="GET")
+    )
+
+    assert_error(refused, 401)
+    assert read.status_code == 200, read.text
+    assert [r["message_id"] for r in read.json()["replies"]] == ["m1"]
+
+
+async def test_a_replay_without_message_id_is_409_and_runs_no_second_turn(
+    signed_gateway: RunningGateway,
+) -> None:
+    body = encode(GOOD)
+    headers = signed_headers(SECRET, body)
+
+    first = await post(signed_gateway, body, headers)
+    replay = await post(signed_gateway, body, headers)
+
+    assert first.status_code == 200, first.text
+    assert "already used" in assert_error(replay, 409)
+    assert await user_turns(signed_gateway) == 1
+
+
+async def test_a_replay_with_message_id_is_answered_from_the_first_turn(
+    signed_gateway: RunningGateway,
+) -> None:
+    body = encode({**GOOD, "message_id": "m-7"})
+    headers = signed_headers(SECRET, body)
+
+    first = await post(signed_gateway, body, headers)
+    replay = await post(signed_gateway, body, headers)
+
+    assert first.status_code == replay.status_code == 200, replay.text
+    assert replay.json() == first.json()
+    assert await user_turns(signed_gateway) == 1
+    rows = await read_rows(signed_gateway.settings.database_url, select(inbox.c.id))
+    assert len(rows) == 1
+
+
+async def test_a_replayed_read_is_409(signed_gateway: RunningGateway) -> None:
+    path = "/webhook/demo/chats/c1/replies?after=0"
+    headers = signed_headers(SECRET, b"", path, method="GET")
+
+    assert (await signed_gateway.client.get(path, headers=headers)).status_code == 200
+    assert_error(await signed_gateway.client.get(path, headers=headers), 409)
+
+
+async def test_the_old_signature_form_needs_legacy_signatures(home: Path) -> None:
+    body = encode(GOOD)
+
+    def legacy() -> dict[str, str]:
+        timestamp = str(int(time.time()))
+        signature = sign_legacy(SECRET, timestamp, body)
+        return {"x-chatgate-timestamp": timestamp, "x-chatgate-signature": signature}
+
+    async with running_gateway(home, {"CHATGATE_WEBHOOK_SECRET": SECRET}) as strict:
+        assert_error(await post(strict, body, legacy()), 401)
+    (home / "config.yaml").write_text("webhook: {legacy_signatures: true}\n", encoding="utf-8")
+    async with running_gateway(home, {"CHATGATE_WEBHOOK_SECRET": SECRET}) as lenient:
+        assert (await post(lenient, body, legacy())).status_code == 200
+        assert (await post(lenient, body, signed_headers(SECRET, body))).status_code == 200
 
 
 # -- sizes and bodies ----------------------------------------------------------------------
