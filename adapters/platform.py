@@ -97,6 +97,9 @@ class PlatformSpec(Generic[S]):
     starter_config: str = ""
     # Settings that only make sense together; raises ``ConfigError`` naming the key.
     check: Callable[[S], None] | None = None
+    # Why these settings are unsafe when the server listens on ``host``, a non-loopback
+    # address (reachable by others): ``(dotted key, reason)``, or None if they are safe.
+    exposed_problem: Callable[[S, str], tuple[str, str] | None] | None = None
     # Library loggers whose lower levels carry secrets or message text: logger name ->
     # the lowest level let through (``{"somelib": logging.INFO}``).
     quiet_loggers: Mapping[str, int] = field(default_factory=dict)

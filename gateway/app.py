@@ -41,6 +41,7 @@ def create_app(
     # No platform served by ``chatgate run`` ends the process itself; uvicorn's signals do.
     services = platform_services(settings, clock or SystemClock(), asyncio.Event())
     specs = platforms.enabled(settings)
+    platforms.refuse_exposure(settings, specs)
     adapters = platforms.build_adapters(settings, specs, services)
 
     @asynccontextmanager

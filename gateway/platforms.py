@@ -3,6 +3,7 @@ and the logs need to know about each platform."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -27,6 +28,28 @@ def interactive(settings: Settings) -> PlatformSpec[Any]:
         if spec.interactive is not None:
             return spec
     raise ConfigError("platforms", "no interactive platform is registered for chatgate chat")
+
+
+def refuse_exposure(settings: Settings, specs: Iterable[PlatformSpec[Any]]) -> None:
+    """``ConfigError`` when a platform is unsafe on the server's non-loopback host."""
+    host = settings.server.host
+    if is_loopback(host):
+        return
+    for spec in specs:
+        if spec.exposed_problem is not None:
+            problem = spec.exposed_problem(spec.section(settings.platform(spec.name)), host)
+            if problem is not None:
+                raise ConfigError(*problem)
+
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can reach ``host`` (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve to anything
 
 
 def build_adapters(

@@ -58,6 +58,18 @@ def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
     return WebhookAdapter(options, now=services.now)
 
 
+def exposed_problem(hook: WebhookSettings, host: str) -> tuple[str, str] | None:
+    """Unsigned routes on an address others can reach: anyone there talks to the model
+    and reads every chat's replies."""
+    if hook.secret is not None or hook.allow_unsigned:
+        return None
+    return (
+        "webhook.secret",
+        f"required when listening on {host} (not loopback): set CHATGATE_WEBHOOK_SECRET, "
+        "or webhook.allow_unsigned: true to serve unsigned requests anyway",
+    )
+
+
 def caller_context(hook: WebhookSettings, msg: InboundMessage) -> CallerContext:
     """A route's system message and workspace, for new sessions of its chats."""
     route = hook.routes.get(msg.route or "")
@@ -76,5 +88,6 @@ SPEC = PlatformSpec(
     mounts_routes=True,
     starter_config=STARTER_CONFIG,
     caller_context=caller_context,
+    exposed_problem=exposed_problem,
     authenticated=True,
 )
