@@ -18,7 +18,7 @@ from core.clock import Clock, SystemClock
 from core.errors import StoreError
 from core.models.base import ModelClient
 from core.tools import Tool
-from gateway import metrics, platforms
+from gateway import http_errors, metrics, platforms
 from gateway.runtime import Gateway, build_features, open_gateway, platform_services
 from gateway.settings import Settings
 
@@ -71,6 +71,7 @@ def create_app(
         if spec.mounts_routes:
             adapter.install(app)
     _add_health_routes(app)
+    http_errors.install(app)
     app.add_exception_handler(ClientDisconnect, _client_gone)
     return app
 

@@ -439,8 +439,44 @@ async def test_bad_query_values_are_422(open_gateway: RunningGateway) -> None:
         "/webhook/demo/chats/c1/replies", params={"after": -1}
     )
 
-    assert post_response.status_code == 422
-    assert get_response.status_code == 422
+    assert "wait" in assert_error(post_response, 422)
+    assert "after" in assert_error(get_response, 422)
+    assert get_response.json()["field"] == "after"
+    assert "detail" not in get_response.json()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/webhook/demo/chats/c1/replies?limit=0", 422),
+        ("GET", "/webhook/demo/chats/c1/replies?after=soon", 422),
+        ("GET", "/webhook/bad%20route/chats/c1/replies", 404),
+        ("GET", "/no/such/page", 404),
+        ("GET", "/webhook/demo", 405),
+        ("DELETE", "/webhook/demo/chats/c1/replies", 405),
+        ("POST", "/healthz", 405),
+    ],
+)
+async def test_every_refusal_has_the_one_error_shape(
+    open_gateway: RunningGateway, method: str, path: str, status: int
+) -> None:
+    response = await open_gateway.client.request(method, path)
+
+    assert_error(response, status)
+    assert set(response.json()) <= {"error", "field"}
+    if status == 405:
+        assert response.headers["allow"]
+
+
+async def test_a_chat_id_with_a_slash_can_be_read_back(open_gateway: RunningGateway) -> None:
+    body = {"chat_id": "team/ops", "user_id": "u1", "text": "hi", "message_id": "s1"}
+    posted = await open_gateway.client.post("/webhook/demo", json=body)
+
+    read = await open_gateway.client.get("/webhook/demo/chats/team%2Fops/replies")
+
+    assert posted.status_code == 200, posted.text
+    assert read.status_code == 200, read.text
+    assert [r["message_id"] for r in read.json()["replies"]] == ["s1"]
 
 
 @pytest.mark.parametrize(
