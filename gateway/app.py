@@ -7,7 +7,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -23,6 +23,19 @@ from gateway.runtime import Gateway, build_features, open_gateway, platform_serv
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
+
+METRICS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Prometheus text exposition",
+        "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+    }
+}
+READY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    503: {
+        "description": "Starting, stopping, the database unreachable or an adapter unhealthy",
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
 
 
 def create_app(
@@ -103,7 +116,7 @@ def _add_health_routes(app: FastAPI) -> None:
         """The process is alive."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"])
+    @app.get("/readyz", tags=["health"], responses=READY_RESPONSES)
     async def readyz(gateway: GatewayDep) -> JSONResponse:
         """The SessionDB answers and every adapter has started and is healthy."""
         if not gateway.ready:
@@ -120,7 +133,7 @@ def _add_health_routes(app: FastAPI) -> None:
             return JSONResponse(body, status_code=503)
         return JSONResponse({"status": "ready", "adapters": sorted(gateway.adapters)})
 
-    @app.get("/metrics", tags=["health"])
+    @app.get("/metrics", tags=["health"], response_class=Response, responses=METRICS_RESPONSES)
     async def prometheus_metrics(gateway: GatewayDep) -> Response:
         """Prometheus metrics."""
         return Response(metrics.render(gateway), media_type=CONTENT_TYPE_LATEST)

@@ -30,6 +30,7 @@ from adapters.webhook.schema import (
     ID_MAX,
     POST_ERRORS,
     POST_OPENAPI,
+    ROUTE_REGEX,
     SIGNATURE_PARAMETERS,
     SIGNED_ERRORS,
     PulledReplies,
@@ -47,7 +48,9 @@ from core.store.records import Accepted, InboxItem
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-ROUTE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ROUTE_PATTERN = re.compile(ROUTE_REGEX)
+# Documented, not validated by FastAPI: an unknown route name is a 404, as on POST.
+RouteName = Annotated[str, Path(json_schema_extra={"pattern": ROUTE_REGEX})]
 REPLAYED = "this signature was already used: sign each request anew"
 # The words pydantic takes for a bool (any case), so ``?wait=`` means what it meant
 # when FastAPI parsed it.
@@ -171,7 +174,7 @@ class WebhookAdapter:
 
     async def get_replies(
         self,
-        route: str,
+        route: RouteName,
         chat_id: Annotated[str, Path(min_length=1, max_length=ID_MAX)],
         request: Request,
         after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,

@@ -9,11 +9,16 @@ from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 ID_MAX = 255
+# Route names; others are answered 404.
+ROUTE_REGEX = "^[A-Za-z0-9_.-]{1,64}$"
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
 def _id_as_text(value: Any) -> Any:
-    # Integer ids are common (Telegram-style); bools are a client bug, not ids.
+    # Integer ids are common (Telegram-style); bools are a client bug, not ids. JSON
+    # Schema counts 12.0 as an integer, so it is one here too.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         if not INT_MIN <= value <= INT_MAX:
             raise ValueError("an integer id must fit in 64 bits")
@@ -31,16 +36,11 @@ ID_SCHEMA: dict[str, Any] = {
         {"type": "integer", "minimum": INT_MIN, "maximum": INT_MAX},
     ]
 }
-Id = Annotated[
-    str,
-    BeforeValidator(_id_as_text),
-    Field(min_length=1, max_length=ID_MAX),
-    WithJsonSchema(ID_SCHEMA),
-]
+IdText = Annotated[str, Field(min_length=1, max_length=ID_MAX)]
+Id = Annotated[IdText, BeforeValidator(_id_as_text), WithJsonSchema(ID_SCHEMA)]
 OptionalId = Annotated[
-    str | None,
+    IdText | None,
     BeforeValidator(_id_as_text),
-    Field(min_length=1, max_length=ID_MAX),
     WithJsonSchema({"anyOf": [*ID_SCHEMA["anyOf"], {"type": "null"}]}),
 ]
 
@@ -138,7 +138,7 @@ POST_OPENAPI: dict[str, Any] = {
             "name": "route",
             "in": "path",
             "required": True,
-            "schema": {"title": "Route", "type": "string"},
+            "schema": {"title": "Route", "type": "string", "pattern": ROUTE_REGEX},
         },
         {
             "name": "wait",
