@@ -131,6 +131,40 @@ async def test_new_and_reset_start_fresh_sessions(
     assert len(fake_openai.requests) == 3  # commands never reach the model
 
 
+async def test_users_of_one_chat_share_its_session_and_its_new(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home)
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        alice = (await gw.say("hi", user_id="alice")).json()["session_id"]
+        bob = (await gw.say("hi", user_id="bob")).json()["session_id"]
+        await gw.say("/new", user_id="alice")
+        bob_after = (await gw.say("again", user_id="bob")).json()["session_id"]
+
+    assert alice == bob
+    assert bob_after != bob  # alice's /new ended bob's session too
+
+
+async def test_sessions_per_user_gives_each_user_of_a_chat_their_own_session(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home, webhook={"sessions_per_user": True})
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        alice = (await gw.say("I am alice", user_id="alice")).json()["session_id"]
+        bob = (await gw.say("I am bob", user_id="bob")).json()["session_id"]
+        await gw.say("/new", user_id="alice")
+        bob_after = (await gw.say("still bob", user_id="bob")).json()["session_id"]
+        alice_after = (await gw.say("new alice", user_id="alice")).json()["session_id"]
+
+    assert alice != bob
+    assert bob_after == bob  # alice's /new is hers alone
+    assert alice_after != alice
+    # Bob's model call saw his own history, none of alice's.
+    bob_call = [m for m in fake_openai.requests if last_user_content(m) == "still bob"]
+    assert ("user", "I am alice") not in wire_messages(bob_call[0])
+    assert ("user", "I am bob") in wire_messages(bob_call[0])
+
+
 async def test_restart_keeps_session_prompt_and_history(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:

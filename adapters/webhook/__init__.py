@@ -54,6 +54,7 @@ def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
         wait_timeout_seconds=hook.wait_timeout_seconds,
         legacy_signatures=hook.legacy_signatures,
         replay_cache_size=hook.replay_cache_size,
+        sessions_per_user=hook.sessions_per_user,
     )
     return WebhookAdapter(options, now=services.now)
 
@@ -89,5 +90,7 @@ SPEC = PlatformSpec(
     starter_config=STARTER_CONFIG,
     caller_context=caller_context,
     exposed_problem=exposed_problem,
+    # A webhook chat is a group only with sessions_per_user, and then one per user.
+    group_sessions_per_user=lambda hook: hook.sessions_per_user,
     authenticated=True,
 )

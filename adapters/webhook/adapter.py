@@ -74,6 +74,8 @@ class WebhookOptions:
     legacy_signatures: bool = False
     # Signatures remembered at once (one skew window's worth); past it, 503.
     replay_cache_size: int = 100_000
+    # Each user of a chat has their own session (the chat is treated as a group).
+    sessions_per_user: bool = False
 
 
 class DirectRoute(APIRoute):
@@ -281,6 +283,7 @@ class WebhookAdapter:
             user_id=body.user_id,
             user_name=body.user_name,
             thread_id=body.thread_id,
+            is_group=self.options.sessions_per_user,
             text=body.text,
             platform_message_id=message_id,
             # Message ids are only unique within a chat of a route.
