@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import httpx
+
+from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 ClientKind = Literal["raw", "httpx"]
 REQUEST_TIMEOUT_SECONDS = 60.0
@@ -31,7 +33,9 @@ class LoadError(Exception):
 class Poster(Protocol):
     """Sends one POST and returns (status, body)."""
 
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]: ...
+    async def post(
+        self, path: str, body: bytes, headers: Mapping[str, str]
+    ) -> tuple[int, bytes]: ...
 
     async def aclose(self) -> None: ...
 
@@ -44,11 +48,12 @@ class RawPoster:
         self._port = port
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+    async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, bytes]:
         reader, writer = await self._open()
+        extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         head = (
             f"POST {path} HTTP/1.1\r\nhost: {self._host}:{self._port}\r\n"
-            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}\r\n"
         )
         writer.write(head.encode("ascii") + body)
         raw_head = await reader.readuntil(b"\r\n\r\n")
@@ -94,9 +99,9 @@ class HttpxPoster:
     def __init__(self, client: httpx.AsyncClient) -> None:
         self._client = client
 
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+    async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, bytes]:
         response = await self._client.post(
-            path, content=body, headers={"content-type": "application/json"}
+            path, content=body, headers={"content-type": "application/json", **headers}
         )
         return response.status_code, response.content
 
@@ -110,6 +115,16 @@ class Target:
     host: str
     port: int
     path: str = "/webhook/bench"
+    # Sign every request with this webhook secret (the gateway runs with it).
+    secret: str | None = None
+
+    def headers(self, body: bytes) -> dict[str, str]:
+        """The signature headers for one POST of ``body`` (none without a secret)."""
+        if self.secret is None:
+            return {}
+        timestamp = str(int(time.time()))
+        signature = sign(self.secret, timestamp, "POST", self.path, body)
+        return {TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: signature}
 
 
 @dataclass(slots=True)
@@ -184,7 +199,7 @@ async def _chat(
         await pace.wait_turn(started, seq)
         sent = time.perf_counter()
         async with asyncio.timeout(REQUEST_TIMEOUT_SECONDS):
-            status, payload = await poster.post(target.path, body)
+            status, payload = await poster.post(target.path, body, target.headers(body))
         latencies.append(time.perf_counter() - sent)
         check_reply(status, payload, message_id)
     return latencies

@@ -55,7 +55,7 @@ async def _chat(port: int, chat: int, args: argparse.Namespace, latencies: list[
             body = {"chat_id": f"chat-{chat}", "user_id": "u", "text": f"turn {n}"}
             payload = json.dumps({**body, "message_id": f"{chat}-{n}"}).encode()
             started = time.perf_counter()
-            status, answer = await poster.post("/webhook/bench", payload)
+            status, answer = await poster.post("/webhook/bench", payload, {})
             if n:  # the first turn opens the session and builds its prompt: not steady state
                 latencies.append(time.perf_counter() - started)
             if status != 200:

@@ -94,13 +94,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--wrap", default="", help="command to prefix the gateway with, e.g. 'py-spy record ... --'"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary CHATGATE_HOME")
+    parser.add_argument(
+        "--secret", help="run the gateway with this webhook secret and sign every request"
+    )
     args = parser.parse_args(argv)
     if args.messages < 1 or args.chats < 1 or args.warmup < 0:
         parser.error("--messages and --chats must be >= 1, --warmup >= 0")
     return args
 
 
-def gateway_env(home: Path, port: int) -> dict[str, str]:
+def gateway_env(home: Path, port: int, secret: str | None = None) -> dict[str, str]:
     """This environment without model or chatgate settings, plus the bench's own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV)}
     env.update(
@@ -109,6 +112,8 @@ def gateway_env(home: Path, port: int) -> dict[str, str]:
         CHATGATE_PORT=str(port),
         CHATGATE_LOG_LEVEL="warning",
     )
+    if secret:
+        env["CHATGATE_WEBHOOK_SECRET"] = secret
     return env
 
 
@@ -125,7 +130,9 @@ def gateway_argv(args: argparse.Namespace) -> list[str]:
 
 def measure(server: ServerProcess, run: Runner[LoadResult], args: argparse.Namespace) -> Measured:
     """Warm up, then run the measured load, noting CPU used on both sides."""
-    target = Target(server.name, HOST, server.port)
+    # The bare app checks no signature: it is the ceiling without one.
+    secret = args.secret if server.name == "gateway" else None
+    target = Target(server.name, HOST, server.port, secret=secret)
     kind: ClientKind = args.client
     if args.warmup:
         run(run_load(target, kind, messages=args.warmup, chats=args.chats, phase="warm"))
@@ -174,7 +181,7 @@ def bench_gateway(
         gateway_argv(args),
         port=port,
         log_path=home / "gateway.log",
-        env=gateway_env(home, port),
+        env=gateway_env(home, port, args.secret),
         cwd=ROOT,
     )
     with server:
@@ -210,6 +217,7 @@ def report(
         f"(+{args.warmup} warm-up), client {args.client} on {args.loop}, {os.cpu_count()} CPUs"
     )
     pace = f"paced at {args.rate:.0f} msgs/s offered" if args.rate else "closed loop"
+    pace += ", signed requests" if args.secret else ", unsigned requests"
     print(f"{pace}; srv cpu/cli cpu: CPU time used during the run, 100% = one core")
     print(f"{'target':<8} {'msgs/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'srv cpu':>8} {'cli cpu':>8}")
     rows = [m for m in (gateway[0] if gateway else None, bare) if m is not None]
