@@ -24,7 +24,13 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
 
-from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER, request_target, verify
+from adapters.webhook.auth import (
+    PREFIX,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    request_target,
+    verify,
+)
 from adapters.webhook.replay import ReplayCache
 from adapters.webhook.schema import (
     ID_MAX,
@@ -271,8 +277,10 @@ class WebhookAdapter:
             )
         except SignatureError as exc:
             raise RequestRefused(401, str(exc)) from None
-        # ``verify`` checked the timestamp: it is an int within the skew window.
-        return self._seen.seen(signature, now=now, expires_at=int(timestamp or 0) + skew)
+        # ``verify`` checked the timestamp: it is an int within the skew window. The
+        # digest's 32 bytes are kept, not its hex (half the cache's memory).
+        digest = bytes.fromhex(signature.decode()[len(PREFIX) :])
+        return self._seen.seen(digest, now=now, expires_at=int(timestamp or 0) + skew)
 
     def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
         message_id = body.message_id or f"auto-{secrets.token_hex(12)}"

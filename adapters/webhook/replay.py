@@ -21,26 +21,26 @@ class ReplayCache:
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._expiry: dict[bytes, float] = {}
+        self._live: set[bytes] = set()
         self._heap: list[tuple[float, bytes]] = []
 
     def __len__(self) -> int:
-        return len(self._expiry)
+        return len(self._live)
 
     def seen(self, signature: bytes, *, now: float, expires_at: float) -> bool:
         """Whether ``signature`` was seen before; remember it until ``expires_at`` if not.
 
         Raises ``RequestRefused`` (503) when the cache is full of live signatures."""
         self._expire(now)
-        if signature in self._expiry:
+        if signature in self._live:
             return True
-        if len(self._expiry) >= self._capacity:
+        if len(self._live) >= self._capacity:
             raise RequestRefused(503, FULL, {"Retry-After": "1"})
-        self._expiry[signature] = expires_at
+        self._live.add(signature)
         heapq.heappush(self._heap, (expires_at, signature))
         return False
 
     def _expire(self, now: float) -> None:
         while self._heap and self._heap[0][0] < now:
             _, signature = heapq.heappop(self._heap)
-            del self._expiry[signature]
+            self._live.discard(signature)

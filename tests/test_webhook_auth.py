@@ -1,11 +1,32 @@
-"""The webhook's replay cache: one skew window of signatures, refused rather than forgotten."""
+"""Webhook signing: the exact string the README documents, and the replay cache (one skew
+window of signatures, refused rather than forgotten)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
+from adapters.webhook.auth import sign, signed_bytes
 from adapters.webhook.replay import ReplayCache
 from core.errors import RequestRefused
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+WORKED = re.compile(r"^(\d+)\.(POST|GET)\.(\S+?)\.(.*)\n-> (sha256=[0-9a-f]{64})$", re.MULTILINE)
+
+
+def test_the_readme_worked_examples_are_what_the_gateway_checks() -> None:
+    examples = WORKED.findall(README.read_text(encoding="utf-8"))
+
+    assert len(examples) == 2
+    for timestamp, method, target, body, signature in examples:
+        raw = body.encode()
+        assert (
+            signed_bytes(timestamp, method, target, raw)
+            == f"{timestamp}.{method}.{target}.{body}".encode()
+        )
+        assert sign("s3cret", timestamp, method, target, raw) == signature
 
 
 def test_the_replay_cache_forgets_a_signature_when_its_window_ends() -> None:
