@@ -67,7 +67,8 @@ def exposed_problem(hook: WebhookSettings, host: str) -> tuple[str, str] | None:
     return (
         "webhook.secret",
         f"required when listening on {host} (not loopback): set CHATGATE_WEBHOOK_SECRET, "
-        "or webhook.allow_unsigned: true to serve unsigned requests anyway",
+        "or webhook.allow_unsigned: true to serve unsigned requests anyway "
+        "(webhook.enabled: false turns the webhook off)",
     )
 
 
