@@ -18,7 +18,7 @@ import pytest
 
 from gateway import log_privacy
 from gateway.config import load_settings
-from gateway.log_privacy import CORE_BODY_LOGGERS
+from gateway.log_privacy import CORE_BODY_LOGGERS, SecretRedactor
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.test_cli import client_for, gateway_process, run_log, wait_ready
@@ -87,6 +87,9 @@ def root_stream() -> Iterator[io.StringIO]:
         logging.root.removeHandler(handler)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+        for other in logging.root.handlers:  # pytest's own, which install() also filtered
+            for added in [f for f in other.filters if isinstance(f, SecretRedactor)]:
+                other.removeFilter(added)
 
 
 def fail_with_the_url() -> None:
