@@ -103,6 +103,9 @@ class PlatformSpec(Generic[S]):
     # Library loggers whose lower levels carry secrets or message text: logger name ->
     # the lowest level let through (``{"somelib": logging.INFO}``).
     quiet_loggers: Mapping[str, int] = field(default_factory=dict)
+    # Library loggers whose DEBUG lines carry message text: ``chatgate run`` and
+    # ``chatgate chat`` cap them at INFO unless ``logging.log_bodies`` is true.
+    body_loggers: tuple[str, ...] = ()
     # Overrides ``sessions.group_sessions_per_user`` for this platform (None: follow it).
     group_sessions_per_user: Callable[[S], bool | None] | None = None
     # The system message and workspace a new session starts with (a webhook route's).

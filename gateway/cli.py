@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from core.errors import ChatgateError, ConfigError
-from gateway import platforms
+from gateway import log_privacy, platforms
 from gateway.config import Settings, default_home, load_settings, starter_config
 from gateway.cron_cli import cron_app
 from gateway.curator_cli import curator_app
@@ -51,6 +51,7 @@ def _configure_logging(settings: Settings) -> None:
     for noisy in ("httpx", "httpcore", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.root.level))
     platforms.quiet_loggers(settings)  # what each platform's library must not log
+    log_privacy.install(settings)  # no message text (unless log_bodies), no secret
 
 
 @app.command()
@@ -93,6 +94,7 @@ def chat(
     spec = platforms.interactive(_settings())
     settings = load_settings(overrides={f"{spec.name}.{spec.interactive}": chat_id})
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    log_privacy.install(settings)
     model = settings.model_config_for_core()
     console.print(
         f"chatgate chat: model {model.model} ({model.provider}). "

@@ -1,7 +1,7 @@
 """The typed settings of one chatgate profile: the core's sections and the base model.
 
-``Settings`` holds the sections every gateway has (``server``, ``database``, ``model``,
-``sessions``, ``prompt``). Features and platforms bring sections of their own, declared
+``Settings`` holds the sections every gateway has (``server``, ``logging``, ``database``,
+``model``, ``sessions``, ``prompt``). Features and platforms bring sections of their own, declared
 in their own modules; ``gateway.config`` composes them into the model a profile is
 read into, so a section is reached by its model, not by a name written here:
 ``settings.section(MemorySettings)``, or for a platform ``settings.platform("name")``.
@@ -38,6 +38,11 @@ class ServerSettings(Section):
     read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     # Connections served at once; past it requests are answered 503.
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+
+
+class LoggingSettings(Section):
+    # Let library loggers that carry message text log at DEBUG (secrets stay redacted).
+    log_bodies: bool = False
 
 
 class DatabaseSettings(Section):
@@ -101,6 +106,7 @@ class Settings(Section):
 
     home: Path
     server: ServerSettings = Field(default_factory=ServerSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
@@ -187,6 +193,7 @@ CORE_ENV: dict[str, str] = {
     "CHATGATE_HOST": "server.host",
     "CHATGATE_PORT": "server.port",
     "CHATGATE_LOG_LEVEL": "server.log_level",
+    "CHATGATE_LOG_BODIES": "logging.log_bodies",
     "CHATGATE_DATABASE_URL": "database.url",
     "CHATGATE_MODEL": "model.name",
     "CHATGATE_MODEL_PROVIDER": "model.provider",

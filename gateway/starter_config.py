@@ -20,6 +20,10 @@ server:
   read_timeout_seconds: 30 # a client must send a request's head and body within this
   max_connections: 1000    # connections served at once; past it requests get 503
 
+logging:
+  log_bodies: false        # [CHATGATE_LOG_BODIES] true: library loggers that carry message
+                           # text may log at debug level; secrets are redacted either way
+
 database:
   url: ""                  # [CHATGATE_DATABASE_URL] empty: SQLite at $CHATGATE_HOME/state.db;
                            # postgresql://user@host/db for several replicas

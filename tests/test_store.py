@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import asdict, replace
@@ -314,6 +315,24 @@ async def test_group_commit_batches_concurrent_writes(db_url: str) -> None:
     async with SessionDB(db_url) as reopened, DirectSql(db_url) as fresh:
         assert await count(fresh, inbox) == writes
         assert len(await reopened.pending_inbox()) == writes
+
+
+async def test_a_failed_write_never_quotes_the_message_text(
+    db: SessionDB, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = "Marmalade zeppelin 7731 over Quixotic Harbour"
+
+    def orphan_message(tx: Tx) -> None:
+        row = {"session_id": "nope", "role": "user", "content": body, "created_at": T0}
+        tx.execute(insert_sql("messages", tuple(row)), row)
+
+    with caplog.at_level(logging.DEBUG), pytest.raises(StoreError) as raised:
+        await db.write(orphan_message)
+
+    assert "SessionDB write failed" in str(raised.value)
+    assert "Marmalade" not in str(raised.value)
+    assert "Marmalade" not in caplog.text
+    assert "write failed" in caplog.text
 
 
 async def test_failing_op_fails_only_its_caller(db: SessionDB, tables: DirectSql) -> None:

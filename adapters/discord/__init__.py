@@ -81,5 +81,6 @@ SPEC = PlatformSpec(
     # discord.py's DEBUG lines carry every gateway event and request body (message text)
     # and interaction webhook URLs (a token each); its INFO lines are worth keeping.
     quiet_loggers={"discord": logging.INFO},
+    body_loggers=("discord",),
     group_sessions_per_user=lambda d: d.group_sessions_per_user,
 )

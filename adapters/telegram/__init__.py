@@ -85,4 +85,7 @@ SPEC = PlatformSpec(
     check=check_telegram,
     # Request URLs carry the bot token: httpx logs each one at INFO.
     quiet_loggers={"httpx": logging.WARNING, "httpcore": logging.WARNING},
+    # telegram.Bot logs every API call's parameters and result at DEBUG (the text sent and
+    # received); telegram.ext logs each update.
+    body_loggers=("telegram",),
 )

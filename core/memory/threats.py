@@ -3,12 +3,23 @@
 Memory entries are injected into every future session's prompt, so a poisoned entry is a
 persistent prompt injection. Each pattern has a stable id: refusals and ``[BLOCKED: <id>]``
 placeholders name it so a person can tell what was caught.
+
+Patterns are matched against the text as written and against its scan form: NFKC, with
+format characters (zero-width joiners, soft hyphens) removed and non-Latin look-alike
+letters folded to their Latin prototype with the Unicode TR39 confusables table. Latin
+text is not a source in that table, so the patterns keep their meaning, while
+"іgnоrе" in Cyrillic letters or fullwidth "ｉｇｎｏｒｅ" reads as "ignore". Ordinary
+Russian or Greek text folds to Latin-looking gibberish, which no pattern matches. The
+scan form is only for matching: callers store the text as it was written.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import NamedTuple
+
+from disarm import normalize_confusables
 
 
 class ThreatPattern(NamedTuple):
@@ -42,9 +53,20 @@ THREAT_PATTERNS: tuple[ThreatPattern, ...] = (
 )
 
 
+def scan_form(text: str) -> str:
+    """``text`` as the scan reads it: NFKC, no format characters, Latin look-alikes folded."""
+    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")
+    folded = normalize_confusables(unicodedata.normalize("NFKC", visible), target_script="latin")
+    return unicodedata.normalize("NFKC", folded)
+
+
 def scan(text: str) -> str | None:
-    """Return the id of the first pattern (in ``THREAT_PATTERNS`` order) that ``text`` matches."""
+    """Return the id of the first pattern (in ``THREAT_PATTERNS`` order) that ``text`` matches.
+
+    A pattern matches when it is found in ``text`` itself or in its ``scan_form``.
+    """
+    forms = (text, scan_form(text))
     for pattern in THREAT_PATTERNS:
-        if pattern.regex.search(text):
+        if any(pattern.regex.search(form) for form in forms):
             return pattern.id
     return None

@@ -18,6 +18,7 @@ from filelock import FileLock, Timeout
 
 from core.errors import SkillOperationFailed, SkillRefused
 from core.memory.store import write_atomically
+from core.skills.links import refuse_links
 from core.skills.usage import SkillUsage
 from core.skills.validate import (
     SKILL_FILE,
@@ -128,6 +129,7 @@ def locked_skills(skills_dir: Path, names: list[str]) -> Iterator[None]:
 def _run_batch(
     skills_dir: Path, operations: Sequence[Operation], names: list[str]
 ) -> list[dict[str, Any]]:
+    _refuse_linked_skills(skills_dir, operations)
     with tempfile.TemporaryDirectory(prefix="skill-snapshot-") as temp:
         snapshot = _Snapshot(skills_dir, names, Path(temp))
         results: list[dict[str, Any]] = []
@@ -141,6 +143,17 @@ def _run_batch(
                 snapshot.restore()
                 raise
         return results
+
+
+def _refuse_linked_skills(skills_dir: Path, operations: Sequence[Operation]) -> None:
+    """Refuse a batch naming a skill reached through a link, before anything is copied."""
+    for index, operation in enumerate(operations):
+        folder = find_skill(skills_dir, operation["name"])
+        try:
+            if folder is not None:
+                refuse_links(skills_dir, folder / SKILL_FILE)
+        except SkillRefused as refused:
+            raise SkillOperationFailed(index, operation["action"], str(refused)) from None
 
 
 class _Snapshot:
@@ -209,6 +222,7 @@ def _create(skills_dir: Path, operation: Operation) -> dict[str, Any]:
     if skill_dir.exists():
         raise SkillRefused("skill_exists", f"folder {skill_dir.name!r} already exists")
     check_skill_md(content, name)
+    refuse_links(skills_dir, skill_dir)
     skill_dir.mkdir(parents=True)
     write_atomically(skill_dir / SKILL_FILE, content)
     return _result("create", name, skills_dir, skill_dir / SKILL_FILE)
@@ -230,6 +244,7 @@ def _patch(skills_dir: Path, operation: Operation) -> dict[str, Any]:
     file_path = operation.get("file_path")
     is_skill_md = file_path in (None, SKILL_FILE)
     path = skill_dir / SKILL_FILE if is_skill_md else supporting_path(skill_dir, str(file_path))
+    refuse_links(skills_dir, path)
     if not path.is_file():
         raise SkillRefused("file_missing", f"no file {file_path!r} in skill {name!r}")
     text, count = _replaced(path.read_text(encoding="utf-8"), operation)
@@ -271,7 +286,7 @@ def _delete(skills_dir: Path, operation: Operation) -> dict[str, Any]:
 def _write_file(skills_dir: Path, operation: Operation) -> dict[str, Any]:
     name = operation["name"]
     skill_dir = _existing(skills_dir, name)
-    path = supporting_path(skill_dir, _text(operation, "file_path"))
+    path = refuse_links(skills_dir, supporting_path(skill_dir, _text(operation, "file_path")))
     content = _text(operation, "file_content")
     check_file_content(content)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -282,8 +297,8 @@ def _write_file(skills_dir: Path, operation: Operation) -> dict[str, Any]:
 def _remove_file(skills_dir: Path, operation: Operation) -> dict[str, Any]:
     name = operation["name"]
     skill_dir = _existing(skills_dir, name)
-    path = supporting_path(skill_dir, _text(operation, "file_path"))
-    if not path.is_file() and not path.is_symlink():
+    path = refuse_links(skills_dir, supporting_path(skill_dir, _text(operation, "file_path")))
+    if not path.is_file():
         raise SkillRefused("file_missing", f"no file {operation['file_path']!r} in {name!r}")
     path.unlink()
     return _result("remove_file", name, skills_dir, path)

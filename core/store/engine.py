@@ -48,13 +48,17 @@ def create_engines(url: str, *, busy_timeout_ms: int = 5000) -> Engines:
     """Create the engines for ``url`` (SQLite file or PostgreSQL)."""
     url = async_url(url)
     if make_url(url).get_backend_name() != "sqlite":
-        engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+        engine = create_async_engine(
+            url, pool_size=10, max_overflow=10, pool_pre_ping=True, hide_parameters=True
+        )
         return Engines(write=engine, read=engine)
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
-    write = create_async_engine(url, pool_size=1, max_overflow=0)
-    read = create_async_engine(url, pool_size=4, max_overflow=4)
+    # hide_parameters: a failed statement's error (logged, or raised as a StoreError)
+    # would otherwise quote its parameters, message text among them.
+    write = create_async_engine(url, pool_size=1, max_overflow=0, hide_parameters=True)
+    read = create_async_engine(url, pool_size=4, max_overflow=4, hide_parameters=True)
     _configure_sqlite(write, busy_timeout_ms, begin="BEGIN IMMEDIATE")
     _configure_sqlite(read, busy_timeout_ms, begin="BEGIN")
     return Engines(write=write, read=read)
