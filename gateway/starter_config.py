@@ -25,6 +25,7 @@ database:
                            # postgresql://user@host/db for several replicas
   busy_timeout_ms: 5000    # SQLite: how long a writer waits for the lock
   max_batch: 256           # most writes committed together in one transaction
+  lease_check_seconds: 5   # PostgreSQL: how often the gateway checks it still holds the database
 
 model:
   provider: auto           # [CHATGATE_MODEL_PROVIDER] auto | offline | openai | anthropic

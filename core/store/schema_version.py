@@ -11,6 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from core.errors import StoreError
 from core.store.engine import create_engines
+from core.store.lease import MIGRATION_KEY
 from core.store.location import redacted_url
 from migrations.runner import current_revision, head_revision, upgrade
 
@@ -23,7 +24,7 @@ async def upgrade_schema(url: str, *, busy_timeout_ms: int = 5000) -> None:
     """
     engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
     try:
-        await upgrade(engines.write)
+        await upgrade(engines.write, lock_key=MIGRATION_KEY)
     except (SQLAlchemyError, OSError) as exc:
         where = redacted_url(url)
         raise StoreError(f"cannot open the SessionDB at {where}: {_reason(exc)}") from exc
