@@ -39,7 +39,7 @@ from sqlalchemy.pool import NullPool
 
 from core.errors import DatabaseHeld, StoreError
 from core.store.engine import async_url, sqlite_path
-from core.store.location import redacted_url
+from core.store.location import error_reason, redacted_url
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -218,11 +218,8 @@ class _AdvisoryLock:
             await conn.close()
         except (SQLAlchemyError, OSError) as exc:
             await engine.dispose()
-            where = redacted_url(self._url)
-            reason = str(exc.__cause__ or exc).splitlines()[0]
-            raise StoreError(
-                f"cannot take the lease on the SessionDB at {where}: {reason}"
-            ) from exc
+            where, reason = redacted_url(self._url), error_reason(exc)
+            raise StoreError(f"cannot open the SessionDB at {where}: {reason}") from exc
         await engine.dispose()
         return str(holder or "").removeprefix(_APP_PREFIX)
 
