@@ -194,6 +194,7 @@ async def test_a_postgresql_gateway_that_loses_its_lease_stops(home: Path) -> No
     assert cut == 1
     assert code == 1  # not a stop anyone asked for: a supervisor should restart it
     assert "lost the lease on the SessionDB at postgresql://" in log
+    assert "Traceback" not in log
 
 
 async def terminate_lease_connection(pid: int) -> int:
