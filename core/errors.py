@@ -3,6 +3,7 @@
 ChatgateError                  every error chatgate raises on purpose
 ├── ConfigError                a setting is missing or invalid (``key``, ``reason``)
 ├── StoreError                 the SessionDB could not be read or written
+│   └── DatabaseHeld           another gateway holds the database's lease (``holder``)
 ├── DeliveryError              a reply cannot be delivered now; the outbox retries it
 │   ├── Undeliverable          a reply can never be delivered (blocked bot, chat gone)
 │   └── DeliveryRateLimited    the platform asked for a pause (``retry_after`` seconds)
@@ -65,6 +66,20 @@ class ConfigError(ChatgateError):
 
 class StoreError(ChatgateError):
     """The SessionDB could not be read or written."""
+
+
+class DatabaseHeld(StoreError):
+    """Another ``chatgate run`` holds this database's lease; ``holder`` says who, when known
+    (``"pid 123 on host-a"``), else is empty."""
+
+    def __init__(self, where: str, holder: str) -> None:
+        by = f" ({holder})" if holder else ""
+        super().__init__(
+            f"another chatgate gateway{by} holds the SessionDB at {where}: one gateway per "
+            "database until replicas are supported; stop it first or use another database"
+        )
+        self.where = where
+        self.holder = holder
 
 
 # -- delivery ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from starlette.requests import ClientDisconnect
 from core.clock import Clock, SystemClock
 from core.errors import StoreError
 from core.models.base import ModelClient
+from core.store.lease import DatabaseLease
 from core.tools import Tool
 from gateway import http_errors, metrics, platforms
 from gateway.runtime import Gateway, build_features, open_gateway, platform_services
@@ -44,11 +45,14 @@ def create_app(
     tools: Sequence[Tool] = (),
     clock: Clock | None = None,
     model: ModelClient | None = None,
+    lease: DatabaseLease | None = None,
 ) -> FastAPI:
     """Build the app; the gateway starts in its lifespan and stops with it.
 
     Features and adapters are built here, before the server starts, so a bad setting is
-    a one-line configuration error rather than a failed start-up.
+    a one-line configuration error rather than a failed start-up. The gateway owns the
+    database: it holds ``lease`` if given (``chatgate run`` takes it before serving), or
+    takes one itself.
     """
     features = build_features(settings)
     # No platform served by ``chatgate run`` ends the process itself; uvicorn's signals do.
@@ -66,6 +70,7 @@ def create_app(
             tools=tools,
             clock=clock,
             model=model,
+            lease=lease,
         ) as gw:
             app.state.gateway = gw
             # Start-up has built what lives as long as the process: imported modules,

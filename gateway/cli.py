@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,6 +20,11 @@ from gateway.pairing_cli import pairing_app
 from gateway.sessions_cli import sessions_app
 from gateway.skills_cli import skills_app
 from gateway.status_cli import register as register_status
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from core.store.lease import DatabaseLease
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="chatgate: one agent, every chat."
@@ -70,18 +75,31 @@ def init(force: Annotated[bool, typer.Option(help="overwrite an existing config"
 @app.command()
 def run() -> None:
     """Start every enabled adapter and the HTTP server; SIGTERM or SIGINT stops it
-    gracefully (exit 0)."""
-    from gateway.app import create_app, drain
+    gracefully (exit 0). Refused, in one line, when another gateway holds the database."""
+    from gateway.app import create_app
+    from gateway.http_server import run_on_server_loop
+    from gateway.runtime import database_lease
+
+    settings = _settings()
+    lease = database_lease(settings)
+    app_ = create_app(settings, lease=lease)  # configuration errors first, before any log line
+    _configure_logging(settings)
+    if not run_on_server_loop(settings.server, _serve_owning(app_, settings, lease)):
+        raise typer.Exit(1)
+
+
+async def _serve_owning(app_: FastAPI, settings: Settings, lease: DatabaseLease) -> bool:
+    """Hold the database's lease, migrate, serve; False if the server did not start or
+    the lease was lost. The lease and the schema fail with one line (``StoreError``), not
+    a lifespan traceback."""
+    from gateway.app import drain
     from gateway.http_server import serve
     from gateway.runtime import migrate
 
-    settings = _settings()
-    app_ = create_app(settings)  # configuration errors first, before any log line
-    _configure_logging(settings)
-    # Fail with one line (not a lifespan traceback) when the database is unusable.
-    asyncio.run(migrate(settings))
-    if not serve(app_, settings.server, drain=lambda: drain(app_)):
-        raise typer.Exit(1)
+    async with lease:
+        await migrate(settings)
+        served = await serve(app_, settings.server, drain=lambda: drain(app_), stop=lease.lost)
+        return served and not lease.lost.is_set()
 
 
 @app.command()

@@ -10,7 +10,8 @@ runs (``gateway.app.drain``: intake stops, the webhook answers ``503`` with
 cancelled and left pending for the next start). Only then does uvicorn close the
 listener and the app's lifespan stop the gateway. The process exits 0: a stop that was
 asked for is not a crash, where uvicorn would re-raise the signal and systemd or
-Docker record a death by signal. A second signal cuts the grace short.
+Docker record a death by signal. A second signal cuts the grace short. Setting the
+``stop`` event (the gateway lost its database lease) stops the server the same way.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 
@@ -29,6 +30,8 @@ from gateway.http_protocol import ReadDeadlineProtocol, with_read_timeout
 from gateway.settings import ServerSettings
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # After the drain: how long uvicorn waits for open connections (replies being written,
 # clients reading slowly) before it cancels what is left.
@@ -39,9 +42,15 @@ class GracefulServer(uvicorn.Server):
     """A uvicorn server whose stop signals start ``drain`` and whose ticks enforce the
     read deadline (see the module docstring)."""
 
-    def __init__(self, config: uvicorn.Config, drain: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        drain: Callable[[], Awaitable[None]],
+        stop: asyncio.Event | None = None,
+    ) -> None:
         super().__init__(config)
         self._drain = drain
+        self._stop = stop
         self._signals: list[int] = []
         self._tasks = TaskSet("stop")
         self._draining: asyncio.Task[Any] | None = None
@@ -54,6 +63,8 @@ class GracefulServer(uvicorn.Server):
     async def on_tick(self, counter: int) -> bool:
         if self._signals and self._draining is None:
             log.info("%s received: stopping gracefully", signal.Signals(self._signals[0]).name)
+            self._draining = self._tasks.spawn(self._drain_safely(), name="drain")
+        if self._stop is not None and self._stop.is_set() and self._draining is None:
             self._draining = self._tasks.spawn(self._drain_safely(), name="drain")
         if len(self._signals) > 1 and self._draining is not None and not self._draining.done():
             log.warning("second stop signal: cancelling the running turns now")
@@ -96,8 +107,21 @@ def server_config(app: Any, server: ServerSettings) -> uvicorn.Config:
     )
 
 
-def serve(app: Any, server: ServerSettings, *, drain: Callable[[], Awaitable[None]]) -> bool:
-    """Serve ``app`` until a stop signal; False when the server never started."""
-    instance = GracefulServer(server_config(app, server), drain)
-    instance.run()
+async def serve(
+    app: Any,
+    server: ServerSettings,
+    *,
+    drain: Callable[[], Awaitable[None]],
+    stop: asyncio.Event | None = None,
+) -> bool:
+    """Serve ``app`` until a stop signal or ``stop``; False when the server never started."""
+    instance = GracefulServer(server_config(app, server), drain, stop)
+    await instance.serve()
     return instance.started
+
+
+def run_on_server_loop(server: ServerSettings, main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on the event loop uvicorn would pick (uvloop when it is installed)."""
+    factory = server_config(None, server).get_loop_factory()
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)

@@ -1,16 +1,24 @@
 """The running gateway: SessionDB, model, core, features and platforms, started and
 stopped as one (``open_gateway``).
 
-Start-up, in order: migrate; open the SessionDB and the model client; build the core;
-enter each enabled feature (its tools, commands, hooks and jobs join the core); start
-each platform; send what a previous process committed but did not deliver, queue what
-it accepted but did not process, let each feature pick up what it left; start the
-scheduler. Everything is entered on one ``AsyncExitStack`` and undone in reverse.
+Start-up, in order: take the database's lease (``Role.OWNER`` only); migrate; open the
+SessionDB and the model client; build the core; enter each enabled feature (its tools,
+commands, hooks and jobs join the core); start each platform; then, as the owner only,
+send what a previous process committed but did not deliver, queue what it accepted but
+did not process, let each feature pick up what it left, and start the scheduler.
+Everything is entered on one ``AsyncExitStack`` and undone in reverse.
+
+Roles: one process owns a database's turns (``chatgate run``, holding the lease of
+``core.store.lease``); it alone recovers pending work and runs scheduled jobs (cron,
+Curator, unfinished reviews). A guest (``chatgate chat``) answers only what its own
+adapter hands in, next to a running gateway or without one. If the owner loses its
+lease it stops taking work (``Gateway.drain``) and the process ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -29,7 +37,9 @@ from core.prompt.builder import TieredPromptBuilder
 from core.scheduler import Scheduler
 from core.skills.store import SkillStore
 from core.store.db import SessionDB
+from core.store.lease import DatabaseLease
 from core.store.schema_version import upgrade_schema
+from core.tasks import TaskSet
 from core.tools import Tool
 from gateway import platforms
 from gateway.features import FEATURES
@@ -39,6 +49,13 @@ from gateway.settings import Settings
 log = logging.getLogger(__name__)
 
 F = TypeVar("F")
+
+
+class Role(enum.Enum):
+    """What a process may do with the database it shares (see the module docstring)."""
+
+    OWNER = "owner"  # holds the lease: every chat's pending work, scheduled jobs
+    GUEST = "guest"  # only the messages its own adapters hand in
 
 
 @dataclass(slots=True)
@@ -83,6 +100,11 @@ async def migrate(settings: Settings) -> None:
     await upgrade_schema(settings.database_url, busy_timeout_ms=settings.database.busy_timeout_ms)
 
 
+def database_lease(settings: Settings) -> DatabaseLease:
+    """The (not yet taken) lease on ``settings``' database."""
+    return DatabaseLease(settings.database_url, check_seconds=settings.database.lease_check_seconds)
+
+
 def build_features(settings: Settings) -> list[Feature]:
     """The enabled features for these settings; a bad setting is a ``ConfigError``."""
     built = (spec.build(settings) for spec in FEATURES)
@@ -98,16 +120,22 @@ async def open_gateway(
     tools: Sequence[Tool] = (),
     clock: Clock | None = None,
     model: ModelClient | None = None,
+    role: Role = Role.OWNER,
+    lease: DatabaseLease | None = None,
 ) -> AsyncIterator[Gateway]:
     """Start the gateway (see the module docstring); stop all of it on exit.
 
     ``features`` defaults to ``build_features(settings)``; ``tools`` are added after the
-    features' (for tests and embedders).
+    features' (for tests and embedders). An owner takes ``lease`` (default
+    ``database_lease(settings)``) unless its caller already holds it; ``DatabaseHeld``
+    when another process does.
     """
     clock = clock or SystemClock()
     settings.home.mkdir(parents=True, exist_ok=True)
-    await migrate(settings)
     async with AsyncExitStack() as stack:
+        if role is Role.OWNER:
+            lease = await _hold(stack, lease or database_lease(settings))
+        await migrate(settings)
         gateway = await _core(stack, settings, adapters, clock, model)
         for feature in build_features(settings) if features is None else features:
             await _enter(stack, gateway, feature, clock)
@@ -117,17 +145,41 @@ async def open_gateway(
         for adapter in adapters:
             await adapter.start(gateway.core.ingress, gateway.core.ledger)
             stack.push_async_callback(adapter.stop)
-        await gateway.core.recover(up_to=before_start)
-        for contribution in gateway.contributions:
-            if contribution.recover is not None:
-                await contribution.recover()
-        gateway.scheduler.start()
-        stack.push_async_callback(gateway.scheduler.stop)
+        if lease is not None:
+            await _take_over(stack, gateway, lease, up_to=before_start)
         gateway.ready = True
         try:
             yield gateway
         finally:
             gateway.ready = False
+
+
+async def _hold(stack: AsyncExitStack, lease: DatabaseLease) -> DatabaseLease:
+    if not lease.held:  # ``chatgate run`` takes it before the server starts
+        await stack.enter_async_context(lease)
+    return lease
+
+
+async def _take_over(
+    stack: AsyncExitStack, gateway: Gateway, lease: DatabaseLease, *, up_to: int
+) -> None:
+    """The owner's duties: what earlier processes left, scheduled jobs, and a stop when
+    the lease is lost."""
+    await gateway.core.recover(up_to=up_to)
+    for contribution in gateway.contributions:
+        if contribution.recover is not None:
+            await contribution.recover()
+    gateway.scheduler.start()
+    stack.push_async_callback(gateway.scheduler.stop)
+    watch = TaskSet("lease")
+    stack.push_async_callback(watch.close)
+    watch.spawn(_stop_when_lost(gateway, lease), name="lost")
+
+
+async def _stop_when_lost(gateway: Gateway, lease: DatabaseLease) -> None:
+    await lease.lost.wait()
+    # Another gateway may own the database now: take no more work, finish what runs.
+    await gateway.drain()
 
 
 async def _core(
@@ -241,5 +293,5 @@ async def run_interactive(settings: Settings, spec: PlatformSpec[Any]) -> None:
     clock, stop = SystemClock(), asyncio.Event()
     services = platform_services(settings, clock, stop)
     adapters = platforms.build_adapters(settings, [spec], services)
-    async with open_gateway(settings, adapters, clock=clock):
+    async with open_gateway(settings, adapters, clock=clock, role=Role.GUEST):
         await stop.wait()

@@ -51,6 +51,8 @@ class DatabaseSettings(Section):
     busy_timeout_ms: int = Field(default=5000, ge=0)
     # Group commit: how many queued writes share one transaction at most.
     max_batch: int = Field(default=256, ge=1, le=10_000)
+    # PostgreSQL: how often ``chatgate run`` checks the connection holding its lease.
+    lease_check_seconds: float = Field(default=5.0, gt=0, le=300)
 
     @field_validator("url")
     @classmethod

@@ -26,9 +26,10 @@ logging:
 
 database:
   url: ""                  # [CHATGATE_DATABASE_URL] empty: SQLite at $CHATGATE_HOME/state.db;
-                           # postgresql://user@host/db for several replicas
+                           # postgresql://user@host/db (one gateway per database)
   busy_timeout_ms: 5000    # SQLite: how long a writer waits for the lock
   max_batch: 256           # most writes committed together in one transaction
+  lease_check_seconds: 5   # PostgreSQL: how often the gateway checks it still holds the database
 
 model:
   provider: auto           # [CHATGATE_MODEL_PROVIDER] auto | offline | openai | anthropic

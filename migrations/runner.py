@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -27,9 +28,17 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(_config()).get_current_head()
 
 
-async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Bring the schema up to ``revision`` (idempotent)."""
+async def upgrade(engine: AsyncEngine, revision: str = "head", *, lock_key: int = 0) -> None:
+    """Bring the schema up to ``revision`` (idempotent).
+
+    On PostgreSQL the upgrade first takes the transaction-level advisory lock
+    ``lock_key``: simultaneous upgrades then run one after another, the later ones
+    finding nothing to do, instead of racing to create the same tables. (SQLite's
+    ``BEGIN IMMEDIATE`` on the writer already serialises them.)
+    """
     async with engine.begin() as conn:
+        if lock_key and conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key})
         await conn.run_sync(lambda sync: command.upgrade(_config(sync), revision))
 
 

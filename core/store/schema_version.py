@@ -11,7 +11,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from core.errors import StoreError
 from core.store.engine import create_engines
-from core.store.location import redacted_url
+from core.store.lease import MIGRATION_KEY
+from core.store.location import error_reason, redacted_url
 from migrations.runner import current_revision, head_revision, upgrade
 
 
@@ -23,10 +24,10 @@ async def upgrade_schema(url: str, *, busy_timeout_ms: int = 5000) -> None:
     """
     engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
     try:
-        await upgrade(engines.write)
+        await upgrade(engines.write, lock_key=MIGRATION_KEY)
     except (SQLAlchemyError, OSError) as exc:
         where = redacted_url(url)
-        raise StoreError(f"cannot open the SessionDB at {where}: {_reason(exc)}") from exc
+        raise StoreError(f"cannot open the SessionDB at {where}: {error_reason(exc)}") from exc
     finally:
         await engines.dispose()
 
@@ -43,9 +44,3 @@ async def schema_revision(url: str) -> str | None:
 def code_revision() -> str | None:
     """The newest revision this build of chatgate knows."""
     return head_revision()
-
-
-def _reason(exc: BaseException) -> str:
-    # The driver's own error (the cause) says what is wrong; SQLAlchemy's wrapper adds noise.
-    root = exc.__cause__ or exc.__context__ or exc
-    return f"{root.__class__.__name__}: {root}".splitlines()[0]
