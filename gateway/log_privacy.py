@@ -5,9 +5,10 @@ library logs each API call with its parameters (the text sent and received), HTT
 clients log request URLs (a bot token can be part of the path), model SDKs log request
 options. ``install`` does two things for ``chatgate run`` and ``chatgate chat``:
 
-- unless ``logging.log_bodies`` is true, it caps the loggers that carry bodies at INFO:
-  the model, HTTP and database libraries named here, and the ones each platform
-  declares in its ``PlatformSpec.body_loggers`` (the gateway knows no platform library);
+- unless ``logging.log_bodies`` is true, it caps the loggers that carry bodies at INFO
+  (SQLAlchemy's at WARNING): the model, HTTP and database libraries named here, and the
+  ones each platform declares in its ``PlatformSpec.body_loggers`` (the gateway knows no
+  platform library);
 - whatever the setting, a filter on the root handlers replaces every configured secret
   (every ``SecretStr`` in the settings: bot tokens, API keys, webhook secrets) with
   ``<redacted>`` in each record that still gets through, tracebacks included.
@@ -39,6 +40,9 @@ CORE_BODY_LOGGERS = (
     "sqlalchemy.engine",
     "mcp",
 )
+# Loggers whose INFO lines already carry bodies: SQLAlchemy logs each statement and its
+# parameters at INFO (it keeps its loggers at WARNING unless asked otherwise).
+QUIET_AT_INFO = frozenset({"sqlalchemy.engine"})
 
 
 def install(settings: Settings) -> None:
@@ -49,7 +53,9 @@ def install(settings: Settings) -> None:
     if not settings.logging.log_bodies:
         for name in body_loggers(settings):
             logger = logging.getLogger(name)
-            logger.setLevel(max(logging.INFO, logging.root.level, logger.level))
+            floor = logging.WARNING if name in QUIET_AT_INFO else logging.INFO
+            # Only ever raise a level: an explicit INFO would switch SQLAlchemy's echo on.
+            logger.setLevel(max(floor, logger.getEffectiveLevel()))
 
 
 def body_loggers(settings: Settings) -> tuple[str, ...]:
