@@ -31,6 +31,7 @@ from core.skills.store import SkillStore
 from core.store.db import SessionDB
 from core.store.schema_version import upgrade_schema
 from core.tools import Tool
+from core.turn_commit import CommitPolicy
 from gateway import platforms
 from gateway.features import FEATURES
 from gateway.features.base import Contribution, Feature, FeatureContext, Metric
@@ -142,6 +143,7 @@ async def _core(
             settings.database_url,
             busy_timeout_ms=settings.database.busy_timeout_ms,
             max_batch=settings.database.max_batch,
+            probe_max_seconds=settings.recovery.probe_max_seconds,
         )
     )
     if model is None:
@@ -218,6 +220,10 @@ def _core_settings(settings: Settings) -> CoreSettings:
         max_iterations=settings.sessions.max_iterations,
         turn_timeout_seconds=settings.sessions.turn_timeout_seconds,
         slow_notice_seconds=settings.model.slow_notice_seconds,
+        commits=CommitPolicy(
+            max_age_seconds=settings.recovery.max_age,
+            retry_max_seconds=settings.recovery.probe_max_seconds,
+        ),
     )
 
 
