@@ -130,7 +130,7 @@ def fill(disk: Path) -> Path:
                     os.write(fd, b"\0" * size)
     finally:
         os.close(fd)
-    with pytest.raises(OSError) as full:
+    with pytest.raises(OSError, match="No space left") as full:
         (disk / "probe").write_bytes(b"\0" * 4096)
     assert full.value.errno == errno.ENOSPC
     return filler
