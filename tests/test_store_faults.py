@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy.exc import OperationalError
 

@@ -91,11 +91,11 @@ async def answered_once(gw: RunningGateway, tasks: list[asyncio.Task[httpx.Respo
         assert [r["text"].startswith("echo: ") for r in response.json()["replies"]] == [True]
     url = gw.settings.database_url
     rows = await read_rows(url, select(inbox.c.id, inbox.c.status))
-    assert sorted(status for _, status in rows) == ["done"] * len(tasks)
+    assert sorted(row.status for row in rows) == ["done"] * len(tasks)
     users = select(func.count()).select_from(messages).where(messages.c.role == "user")
     assert (await read_rows(url, users))[0][0] == len(tasks)
-    replies = select(outbox.c.inbox_id, func.count()).group_by(outbox.c.inbox_id)
-    assert sorted(n for _, n in await read_rows(url, replies)) == [1] * len(tasks)
+    replies = select(func.count().label("n")).group_by(outbox.c.inbox_id)
+    assert sorted(row.n for row in await read_rows(url, replies)) == [1] * len(tasks)
 
 
 # -- a disk that really fills ---------------------------------------------------------
