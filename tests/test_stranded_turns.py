@@ -94,7 +94,7 @@ async def answered_once(gw: RunningGateway, tasks: list[asyncio.Task[httpx.Respo
     assert sorted(row.status for row in rows) == ["done"] * len(tasks)
     users = select(func.count()).select_from(messages).where(messages.c.role == "user")
     assert (await read_rows(url, users))[0][0] == len(tasks)
-    replies = select(func.count().label("n")).group_by(outbox.c.inbox_id)
+    replies = select(func.count().label("n")).select_from(outbox).group_by(outbox.c.inbox_id)
     assert sorted(row.n for row in await read_rows(url, replies)) == [1] * len(tasks)
 
 
