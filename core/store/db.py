@@ -70,8 +70,9 @@ class SessionDB:
             else SqlAlchemyRunner(self._engines.write)
         )
         self._health = StoreHealth(probe_max_seconds=probe_max_seconds)
-        self._writer = GroupWriter(runner, max_batch=max_batch, health=self._health, path=path)
-        self._health.probe_with(lambda: self._writer.run(write_probe, probe=True))
+        self._writer = GroupWriter(
+            runner, max_batch=max_batch, health=self._health, path=path, probe=write_probe
+        )
         self._stack = AsyncExitStack()
         self.search = SearchStore(self._engines.read)
         self.reviews = ReviewStore(self._engines.read, self._writer)
@@ -82,7 +83,6 @@ class SessionDB:
     async def __aenter__(self) -> SessionDB:
         try:
             await self._stack.enter_async_context(self._writer)
-            self._stack.push_async_callback(self._health.close)
         except BaseException:
             await self._engines.dispose()
             raise

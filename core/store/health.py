@@ -64,9 +64,11 @@ class StoreHealth:
         return type(problem)(problem.detail, path=problem.path)
 
     def failed(self, problem: StoreUnavailable) -> None:
-        if self._problem is not None:
+        known, self._problem = self._problem, problem  # the newest cause, for /readyz
+        if known is not None:
+            if known.kind != problem.kind:
+                log.warning("the SessionDB still cannot write, now: %s", problem)
             return
-        self._problem = problem
         self._writable.clear()
         log.warning("the SessionDB cannot write (%s); writes fail fast until it can", problem)
         if self._probe is not None:

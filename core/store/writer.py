@@ -131,6 +131,10 @@ class _Pending(Generic[T]):
     probe: bool = False
 
 
+def _no_op(tx: Tx) -> None:
+    """A probe that only takes the write lock (``SessionDB`` writes a row instead)."""
+
+
 class GroupWriter:
     """The single writer of a SessionDB; see the module docstring."""
 
@@ -141,10 +145,12 @@ class GroupWriter:
         max_batch: int = 256,
         health: StoreHealth | None = None,
         path: str | None = None,
+        probe: WriteOp[None] = _no_op,
     ) -> None:
         self._runner = runner
         self._max_batch = max_batch
         self._health = health or StoreHealth()
+        self._health.probe_with(lambda: self.run(probe, probe=True))
         self._path = path  # the SQLite file, named when the disk is full
         self._queue: asyncio.Queue[_Pending[Any]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -161,6 +167,7 @@ class GroupWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await self._health.close()  # no more probes
         await self._queue.join()
         if self._task is not None:
             self._task.cancel()
