@@ -136,10 +136,15 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 async def test_turns_in_flight_on_a_full_disk_are_answered_once_it_has_room(
-    home: Path, fake_openai: FakeOpenAIServer, small_disk: Path
+    home: Path, fake_openai: FakeOpenAIServer, small_disk: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_config(home, small_disk / "state.db")
+    caplog.set_level(logging.WARNING)
     async with running_gateway(home, fake_openai.gateway_env()) as gw:
         release = await models_hold(fake_openai, IN_FLIGHT)
         tasks = send_all(gw, IN_FLIGHT, "disk")
@@ -155,6 +160,14 @@ async def test_turns_in_flight_on_a_full_disk_are_answered_once_it_has_room(
         print(f"\nfull disk freed -> {IN_FLIGHT} answered in {time.monotonic() - freed:.2f} s")
         assert (await readiness(gw, 200))["status"] == "ready"
         assert len(fake_openai.requests) == IN_FLIGHT  # the model was not asked twice
+    # The cause is logged once when it starts and once when it clears, never per turn.
+    logged = warnings(caplog)
+    assert [m for m in logged if "SessionDB" in m] == [
+        f"the SessionDB cannot write (disk full at {small_disk}: database or disk is full); "
+        "writes fail fast until it can",
+        "the SessionDB can write again (it was: disk full)",
+    ]
+    assert not [m for m in logged if "crashed" in m]
 
 
 # -- a write lock held by another connection ------------------------------------------
@@ -179,10 +192,11 @@ async def timed(call: asyncio.Future[httpx.Response]) -> tuple[int, float]:
 
 
 async def test_a_held_write_lock_answers_503_fast_and_strands_nothing(
-    home: Path, fake_openai: FakeOpenAIServer, tmp_path: Path
+    home: Path, fake_openai: FakeOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     db = tmp_path / "state.db"
     write_config(home, db)
+    caplog.set_level(logging.WARNING)
     async with running_gateway(home, fake_openai.gateway_env()) as gw:
         release = await models_hold(fake_openai, 5)
         in_flight = send_all(gw, 5, "held")
@@ -199,6 +213,12 @@ async def test_a_held_write_lock_answers_503_fast_and_strands_nothing(
         print(f"waits under the lock: max {max(wait for _, wait in newcomers):.2f} s")
         assert (await readiness(gw, 200))["status"] == "ready"
     assert {status for status, _ in newcomers} == {503}
+    logged = warnings(caplog)
+    assert [m for m in logged if "cannot write" in m] == [
+        f"the SessionDB cannot write (database locked at {db}: database is locked); "
+        "writes fail fast until it can"
+    ]
+    assert not [m for m in logged if "webhook request refused" in m]  # not per request
     busy_timeout = 1.0
     assert max(wait for _, wait in newcomers) < busy_timeout + 1.0
 

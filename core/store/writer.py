@@ -239,7 +239,8 @@ class GroupWriter:
     def _unavailable(
         self, batch: list[_Pending[Any]], problem: StoreUnavailable, exc: Exception
     ) -> None:
-        problem.__cause__ = exc if problem is not exc else None
+        if problem is not exc:
+            problem.__cause__ = exc
         self._health.failed(problem)
         for item in batch:
             error = type(problem)(problem.detail, path=problem.path)
