@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 import yaml
@@ -30,6 +31,7 @@ from core.turn_commit import NOT_ANSWERED
 from tests.direct_sql import read_rows
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
+from tests.postgres import PG_ADMIN, postgres_database
 
 Json = dict[str, Any]
 IN_FLIGHT = 20
@@ -245,3 +247,51 @@ async def test_a_message_older_than_max_age_gets_one_notice_and_is_failed(
         assert await read_rows(url, select(messages.c.id)) == []  # nothing of the turn
         assert (await readiness(gw, 200))["status"] == "ready"
         assert len(fake_openai.requests) == 1
+
+
+# -- a PostgreSQL database turned read-only -------------------------------------------
+
+
+async def read_only(url: str, *, on: bool) -> None:
+    """Make the database refuse writes (or accept them again), for new connections, and
+    cut the gateway's current ones so it reconnects into the new setting."""
+    name = url.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(PG_ADMIN)
+    try:
+        setting = "SET default_transaction_read_only = on" if on else "RESET ALL"
+        await admin.execute(f'ALTER DATABASE "{name}" {setting}')
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = $1 AND pid <> pg_backend_pid()",
+            name,
+        )
+    finally:
+        await admin.close()
+
+
+async def test_turns_on_a_read_only_postgres_are_answered_once_it_writes(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with postgres_database() as url:
+        config = {"recovery": {"probe_max_seconds": 0.2}}
+        (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        env = fake_openai.gateway_env(CHATGATE_DATABASE_URL=url)
+        async with running_gateway(home, env) as gw:
+            release = await models_hold(fake_openai, 5)
+            tasks = send_all(gw, 5, "pg")
+            await until(lambda: len(fake_openai.requests) == 5)
+            await read_only(url, on=True)
+            release.set()
+            await until_cause(gw, "read_only")
+            assert not any(task.done() for task in tasks)
+            await read_only(url, on=False)
+            await answered_once(gw, tasks)
+            assert (await readiness(gw, 200))["status"] == "ready"
+
+
+async def until_cause(gw: RunningGateway, cause: str) -> None:
+    """Poll ``/readyz`` (bounded) until its 503 names ``cause``."""
+    deadline = time.monotonic() + 15
+    while (await gw.client.get("/readyz")).json().get("cause") != cause:
+        assert time.monotonic() < deadline, f"/readyz never named {cause}"
+        await asyncio.sleep(0.02)
