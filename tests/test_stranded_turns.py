@@ -26,8 +26,10 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
+from core.errors import ConfigError
 from core.store.schema import inbox, messages, outbox
 from core.turn_commit import NOT_ANSWERED
+from gateway.config import load_settings
 from tests.direct_sql import read_rows
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
@@ -295,3 +297,13 @@ async def until_cause(gw: RunningGateway, cause: str) -> None:
     while (await gw.client.get("/readyz")).json().get("cause") != cause:
         assert time.monotonic() < deadline, f"/readyz never named {cause}"
         await asyncio.sleep(0.02)
+
+
+def test_recovery_settings_come_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    assert load_settings(tmp_path, {}).recovery.max_age == 3600
+    (tmp_path / "config.yaml").write_text("recovery:\n  probe_max_seconds: 2\n", encoding="utf-8")
+    env = {"CHATGATE_RECOVERY__MAX_AGE": "60"}
+    recovery = load_settings(tmp_path, env).recovery
+    assert (recovery.max_age, recovery.probe_max_seconds) == (60, 2)
+    with pytest.raises(ConfigError, match="recovery.max_age"):
+        load_settings(tmp_path, {"CHATGATE_RECOVERY__MAX_AGE": "0"})
