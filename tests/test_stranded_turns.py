@@ -210,6 +210,7 @@ async def test_a_held_write_lock_answers_503_fast_and_strands_nothing(
             newcomers = await asyncio.gather(*(timed(t) for t in send_all(gw, IN_FLIGHT, "new")))
             body = await readiness(gw, 503)
             assert body["cause"] == "locked"
+            assert "chatgate_store_writable 0.0" in (await gw.client.get("/metrics")).text
             assert not any(task.done() for task in in_flight)
         freed = time.monotonic()
         await answered_once(gw, in_flight)
