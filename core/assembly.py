@@ -32,6 +32,7 @@ from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.tools import ToolRegistry
 from core.turn import TurnRunner
+from core.turn_commit import CommitPolicy, TurnCommitter
 from core.turn_watch import TurnWatch
 from core.turns import TurnProcessor, Work
 
@@ -54,6 +55,8 @@ class CoreSettings:
     turn_timeout_seconds: float = 300.0
     # The chat hears once that the answer is coming when a turn takes this long (0: never).
     slow_notice_seconds: float = 20.0
+    # How long a turn keeps trying to commit while the store cannot write.
+    commits: CommitPolicy = field(default_factory=CommitPolicy)
 
 
 class Core:
@@ -98,7 +101,16 @@ class Core:
             turn_timeout_seconds=settings.turn_timeout_seconds,
         )
         processor = TurnProcessor(
-            db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats, self._watch
+            db,
+            runner,
+            self.sessions,
+            hooks,
+            host,
+            self.outbox,
+            clock,
+            self.stats,
+            self._watch,
+            TurnCommitter(db, clock, settings.commits),
         )
         self._router: SessionRouter[Work] = SessionRouter(
             processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds

@@ -3,7 +3,12 @@
 ChatgateError                  every error chatgate raises on purpose
 ├── ConfigError                a setting is missing or invalid (``key``, ``reason``)
 ├── StoreError                 the SessionDB could not be read or written
-│   └── DatabaseHeld           another gateway holds the database's lease (``holder``)
+│   ├── DatabaseHeld           another gateway holds the database's lease (``holder``)
+│   └── StoreUnavailable       the store cannot write now (``kind``, ``path``); it may clear
+│       ├── StoreFull          disk (or database quota) full
+│       ├── StoreLocked        another connection holds the write lock
+│       ├── StoreReadOnly      the database or its directory is read-only
+│       └── StoreUnreachable   the database server or file cannot be reached (I/O error)
 ├── DeliveryError              a reply cannot be delivered now; the outbox retries it
 │   ├── Undeliverable          a reply can never be delivered (blocked bot, chat gone)
 │   └── DeliveryRateLimited    the platform asked for a pause (``retry_after`` seconds)
@@ -80,6 +85,50 @@ class DatabaseHeld(StoreError):
         )
         self.where = where
         self.holder = holder
+class StoreUnavailable(StoreError):
+    """The store cannot write right now, for a reason outside chatgate that may clear
+    (``core.store.faults`` tells these apart from bugs). ``kind`` names the cause,
+    ``path`` the file or directory concerned when there is one."""
+
+    kind = "unreachable"
+
+    def __init__(self, detail: str, *, path: str | None = None) -> None:
+        where = f" at {path}" if path else ""
+        super().__init__(f"{self.describe()}{where}: {detail}")
+        self.detail = detail
+        self.path = path
+
+    @classmethod
+    def describe(cls) -> str:
+        return cls.kind.replace("_", " ")
+
+
+class StoreFull(StoreUnavailable):
+    """The disk (or the database's quota) is full."""
+
+    kind = "disk_full"
+
+
+class StoreLocked(StoreUnavailable):
+    """Another connection holds the database's write lock past the busy timeout."""
+
+    kind = "locked"
+
+    @classmethod
+    def describe(cls) -> str:
+        return "database locked"
+
+
+class StoreReadOnly(StoreUnavailable):
+    """The database (its file or directory, or the server) accepts no writes."""
+
+    kind = "read_only"
+
+
+class StoreUnreachable(StoreUnavailable):
+    """The database server or file cannot be reached, or an I/O error stopped a write."""
+
+    kind = "unreachable"
 
 
 # -- delivery ------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Each piece of work is a chat command or a model turn. Its outcome (the transcrip
 replies, the inbox row's status) is committed in one transaction, then the replies go
 to the outbox for delivery. A model that fails, or a bug anywhere in the turn, becomes
 a reply a person can act on and a ``failed`` row, never a silent drop; ``/stop``
-cancels the turn running for a chat.
+cancels the turn running for a chat. A store that cannot write is no bug of the turn:
+``core.turn_commit`` keeps retrying the commit (or the work, when it met the outage
+before it had an outcome) until the store writes again or the message is too old.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from dataclasses import dataclass
 
 from core.clock import Clock
 from core.commands import STOP, CommandHost, Invocation
-from core.errors import ModelError, ModelRequestError, RateLimited, TurnTimedOut
+from core.errors import (
+    ModelError,
+    ModelRequestError,
+    RateLimited,
+    StoreUnavailable,
+    TurnTimedOut,
+)
 from core.hooks import TurnHooks, TurnStart
 from core.messages import ChatTarget
 from core.outbox import Outbox
@@ -27,6 +35,7 @@ from core.store.db import SessionDB
 from core.store.records import InboxItem, NewMessage, TurnOutcome, TurnReplies
 from core.tools import ToolContext
 from core.turn import TurnResult, TurnRunner
+from core.turn_commit import TurnCommitter
 from core.turn_watch import TurnWatch
 
 log = logging.getLogger(__name__)
@@ -69,8 +78,10 @@ class TurnProcessor:
         clock: Clock,
         stats: CoreStats,
         watch: TurnWatch,
+        commits: TurnCommitter,
     ) -> None:
         self._db = db
+        self._commits = commits
         self._runner = runner
         self._sessions = sessions
         self._hooks = hooks
@@ -81,7 +92,18 @@ class TurnProcessor:
         self._watch = watch
 
     async def handle(self, work: Work) -> TurnReplies:
-        """Run ``work``'s command or model turn and commit what it produced."""
+        """Run ``work``'s command or model turn and commit what it produced; run it again
+        if the store could not write before it had an outcome (module docstring)."""
+        backoff = self._commits.backoff()
+        while True:
+            try:
+                return await self._handle_once(work)
+            except StoreUnavailable:
+                if self._commits.expired(work.item):
+                    return await self._give_up(work)
+                await self._commits.pause(backoff)
+
+    async def _handle_once(self, work: Work) -> TurnReplies:
         if work.command is not None:
             return await self._command(work.item, work.command)
         item = work.item
@@ -90,6 +112,8 @@ class TurnProcessor:
         state = start.state
         try:
             result = await self._run_turn(state, item)
+        except StoreUnavailable:
+            raise  # not the turn's bug: ``handle`` runs it again once the store writes
         except (ModelError, TurnTimedOut) as exc:
             log.warning("turn %s failed: %s", item.id, exc.__class__.__name__)
             return await self._fail(item, state, failure_reply(exc), repr(exc), started)
@@ -166,7 +190,11 @@ class TurnProcessor:
             cache_read_tokens=result.cache_read_tokens,
             cache_write_tokens=result.cache_write_tokens,
         )
-        replies = await self._finish(outcome)
+        committed = await self._commits.commit(outcome)
+        await self._outbox.publish(committed.replies)
+        if committed.outcome.status != "done":  # given up: nothing of the turn was stored
+            self._stats.observe_turn("failed", now - started)
+            return TurnReplies(outcome.session_id, committed.replies)
         state.history = result.api_view
         state.row = dataclasses.replace(
             state.row,
@@ -176,7 +204,7 @@ class TurnProcessor:
         )
         self._stats.observe_turn("done", now - started)
         await self._hooks.finished(state, item, result)
-        return replies
+        return TurnReplies(outcome.session_id, committed.replies)
 
     async def _fail(
         self, item: InboxItem, state: SessionState, reply: str, error: str, started: float
@@ -217,9 +245,14 @@ class TurnProcessor:
         return replies
 
     async def _finish(self, outcome: TurnOutcome) -> TurnReplies:
-        replies = await self._db.finish_turn(outcome)
-        await self._outbox.publish(replies)
-        return TurnReplies(outcome.session_id, replies)
+        committed = await self._commits.commit(outcome)
+        await self._outbox.publish(committed.replies)
+        return TurnReplies(outcome.session_id, committed.replies)
+
+    async def _give_up(self, work: Work) -> TurnReplies:
+        state = self._sessions.cached(work.session_key)
+        session_id = state.row.id if state else work.session_id
+        return await self._finish(self._commits.given_up(work.item, session_id))
 
 
 def failure_reply(exc: ModelError | TurnTimedOut) -> str:

@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import ClientDisconnect
 
 from core.clock import Clock, SystemClock
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.models.base import ModelClient
 from core.store.lease import DatabaseLease
 from core.tools import Tool
@@ -107,6 +107,16 @@ async def drain(app: FastAPI) -> None:
         await gateway.drain()
 
 
+def _store_problem(problem: StoreUnavailable) -> dict[str, str | None]:
+    return {
+        "status": "store unavailable",
+        "cause": problem.kind,
+        "reason": problem.describe(),
+        "path": problem.path,
+        "detail": problem.detail,
+    }
+
+
 def _gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway
@@ -123,10 +133,15 @@ def _add_health_routes(app: FastAPI) -> None:
 
     @app.get("/readyz", tags=["health"], responses=READY_RESPONSES)
     async def readyz(gateway: GatewayDep) -> JSONResponse:
-        """The SessionDB answers and every adapter has started and is healthy."""
+        """The SessionDB answers and can write, and every adapter has started and is
+        healthy. While the store cannot write, 503 names the cause (``cause``:
+        ``disk_full``, ``locked``, ``read_only`` or ``unreachable``; ``path`` when known)."""
         if not gateway.ready:
             status = "stopping" if gateway.stopping else "starting"
             return JSONResponse({"status": status}, status_code=503)
+        problem = gateway.db.health.problem
+        if problem is not None:
+            return JSONResponse(_store_problem(problem), status_code=503)
         try:
             await gateway.db.ping()
         except StoreError as exc:

@@ -37,6 +37,8 @@ class _GatewayCollector(Collector):
         yield _gauge(
             "chatgate_db_commits", "SessionDB write transactions", self._gateway.db.commits
         )
+        writable = self._gateway.db.health.problem is None
+        yield _gauge("chatgate_store_writable", "1 while the SessionDB can write", writable)
         for metric in self._gateway.metrics():
             yield _family(metric)
 

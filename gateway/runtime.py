@@ -41,6 +41,7 @@ from core.store.lease import DatabaseLease
 from core.store.schema_version import upgrade_schema
 from core.tasks import TaskSet
 from core.tools import Tool
+from core.turn_commit import CommitPolicy
 from gateway import platforms
 from gateway.features import FEATURES
 from gateway.features.base import Contribution, Feature, FeatureContext, Metric
@@ -194,6 +195,7 @@ async def _core(
             settings.database_url,
             busy_timeout_ms=settings.database.busy_timeout_ms,
             max_batch=settings.database.max_batch,
+            probe_max_seconds=settings.recovery.probe_max_seconds,
         )
     )
     if model is None:
@@ -270,6 +272,10 @@ def _core_settings(settings: Settings) -> CoreSettings:
         max_iterations=settings.sessions.max_iterations,
         turn_timeout_seconds=settings.sessions.turn_timeout_seconds,
         slow_notice_seconds=settings.model.slow_notice_seconds,
+        commits=CommitPolicy(
+            max_age_seconds=settings.recovery.max_age,
+            retry_max_seconds=settings.recovery.probe_max_seconds,
+        ),
     )
 
 

@@ -1,9 +1,10 @@
 """The typed settings of one chatgate profile: the core's sections and the base model.
 
 ``Settings`` holds the sections every gateway has (``server``, ``logging``, ``database``,
-``model``, ``sessions``, ``prompt``). Features and platforms bring sections of their own, declared
-in their own modules; ``gateway.config`` composes them into the model a profile is
-read into, so a section is reached by its model, not by a name written here:
+``model``, ``sessions``, ``prompt``, ``recovery``). Features and platforms bring sections
+of their own, declared in their own modules; ``gateway.config`` composes them into the
+model a profile is read into, so a section is reached by its model, not by a name written
+here:
 ``settings.section(MemorySettings)``, or for a platform ``settings.platform("name")``.
 """
 
@@ -90,6 +91,16 @@ class SessionSettings(Section):
     turn_timeout_seconds: float = Field(default=300.0, gt=0)
 
 
+class RecoverySettings(Section):
+    # A turn whose outcome the store cannot write (disk full, locked, read-only) is
+    # retried until it commits or its message is this old (seconds); then its chat gets
+    # one notice that it could not be answered.
+    max_age: float = Field(default=3600.0, gt=0)
+    # While the store cannot write, a probe write runs with backoff up to this pause
+    # (seconds); turns waiting to commit retry at most this far apart too.
+    probe_max_seconds: float = Field(default=5.0, gt=0, le=3600)
+
+
 class PromptSettings(Section):
     identity: str = ""
     # The folder whose project context (AGENTS.md, CLAUDE.md, ...) every session reads.
@@ -113,6 +124,7 @@ class Settings(Section):
     model: ModelSettings = Field(default_factory=ModelSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     prompt: PromptSettings = Field(default_factory=PromptSettings)
+    recovery: RecoverySettings = Field(default_factory=RecoverySettings)
 
     def section(self, model: type[S]) -> S:
         """The section whose model is ``model`` (a feature's or a platform's)."""
@@ -197,6 +209,8 @@ CORE_ENV: dict[str, str] = {
     "CHATGATE_LOG_LEVEL": "server.log_level",
     "CHATGATE_LOG_BODIES": "logging.log_bodies",
     "CHATGATE_DATABASE_URL": "database.url",
+    "CHATGATE_RECOVERY__MAX_AGE": "recovery.max_age",
+    "CHATGATE_RECOVERY__PROBE_MAX_SECONDS": "recovery.probe_max_seconds",
     "CHATGATE_MODEL": "model.name",
     "CHATGATE_MODEL_PROVIDER": "model.provider",
     "OPENAI_BASE_URL": "model.base_url",

@@ -54,6 +54,12 @@ sessions:
   idle_worker_seconds: 300 # a chat's worker exits after this long without messages
   turn_timeout_seconds: 300  # a turn's model calls and tools together; then one line
 
+recovery:
+  max_age: 3600            # [CHATGATE_RECOVERY__MAX_AGE] seconds a turn the store cannot
+                           # commit (disk full, locked) keeps retrying; then one notice
+  probe_max_seconds: 5     # [CHATGATE_RECOVERY__PROBE_MAX_SECONDS] longest pause between
+                           # probe writes while the store cannot write
+
 prompt:
   identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)
   workspace: null          # a folder whose AGENTS.md / CLAUDE.md / ... every new session reads

@@ -45,7 +45,7 @@ from adapters.webhook.schema import (
     WebhookTurn,
 )
 from core.access import TurnedAway
-from core.errors import RequestRefused, SignatureError, StoreError
+from core.errors import RequestRefused, SignatureError, StoreError, StoreUnavailable
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
@@ -316,8 +316,9 @@ async def _stored(call: Awaitable[T]) -> T:
     """Await a SessionDB call; a database outage is a 503 the client can retry."""
     try:
         return await call
-    except StoreError:
-        log.warning("webhook request refused: SessionDB unavailable")
+    except StoreError as exc:
+        if not isinstance(exc, StoreUnavailable):  # those the store health logs, once
+            log.warning("webhook request refused: SessionDB unavailable")
         raise RequestRefused(
             503, "the message store is unavailable; retry shortly", {"Retry-After": "1"}
         ) from None

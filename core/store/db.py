@@ -18,6 +18,7 @@ from core.store import sessions as session_ops
 from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
+from core.store.health import StoreHealth, write_probe
 from core.store.lineage_tree import LineageEntry, lineage_of
 from core.store.pairing import PairingStore
 from core.store.records import (
@@ -53,7 +54,14 @@ class SessionDB:
     statement lives in ``core/store``.
     """
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 5000, max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_ms: int = 5000,
+        max_batch: int = 256,
+        probe_max_seconds: float = 5.0,
+    ) -> None:
         self._engines: Engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
         path = sqlite_path(url)
         runner: BatchRunner = (
@@ -61,7 +69,10 @@ class SessionDB:
             if path is not None
             else SqlAlchemyRunner(self._engines.write)
         )
-        self._writer = GroupWriter(runner, max_batch=max_batch)
+        self._health = StoreHealth(probe_max_seconds=probe_max_seconds)
+        self._writer = GroupWriter(
+            runner, max_batch=max_batch, health=self._health, path=path, probe=write_probe
+        )
         self._stack = AsyncExitStack()
         self.search = SearchStore(self._engines.read)
         self.reviews = ReviewStore(self._engines.read, self._writer)
@@ -87,6 +98,11 @@ class SessionDB:
             await self._stack.aclose()
         finally:
             await self._engines.dispose()
+
+    @property
+    def health(self) -> StoreHealth:
+        """Whether the store can write now (``StoreHealth.problem``), for readiness."""
+        return self._health
 
     @property
     def commits(self) -> int:

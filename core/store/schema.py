@@ -274,3 +274,11 @@ pairing_failures = Table(
     Column("at", Float, nullable=False),
     Index("ix_pairing_failures_platform", "platform", "at"),
 )
+
+# One row the store health probe rewrites to learn whether the store writes again.
+store_probe = Table(
+    "store_probe",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("probed_at", Float, nullable=False),
+)

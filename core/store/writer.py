@@ -7,6 +7,10 @@ pays one commit for many turns while an idle one pays no extra latency.
 
 Operations must only touch the database: when one raises, the batch is rolled back
 and every operation of it is re-run alone, so the failure reaches only its caller.
+When the batch failed because the store cannot write (``core.store.faults``: disk
+full, locked, read-only, unreachable), nothing is re-run: every caller of the batch
+gets the ``StoreUnavailable`` at once, ``StoreHealth`` records it, and until its probe
+write succeeds new writes fail fast rather than each waiting out the busy timeout.
 
 Two runners execute batches. On SQLite one stdlib connection lives in one thread
 and a whole batch (BEGIN IMMEDIATE, the operations, COMMIT) costs one thread hop;
@@ -27,8 +31,10 @@ from typing import Any, Generic, Protocol, TypeVar
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.store.engine import sqlite_pragmas
+from core.store.faults import classify
+from core.store.health import StoreHealth
 from core.store.tx import SqlAlchemyTx, SqliteTx, Tx
 
 T = TypeVar("T")
@@ -122,14 +128,30 @@ class SqlAlchemyRunner:
 class _Pending(Generic[T]):
     op: WriteOp[T]
     future: asyncio.Future[T]
+    probe: bool = False
+
+
+def _no_op(tx: Tx) -> None:
+    """A probe that only takes the write lock (``SessionDB`` writes a row instead)."""
 
 
 class GroupWriter:
     """The single writer of a SessionDB; see the module docstring."""
 
-    def __init__(self, runner: BatchRunner, *, max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        runner: BatchRunner,
+        *,
+        max_batch: int = 256,
+        health: StoreHealth | None = None,
+        path: str | None = None,
+        probe: WriteOp[None] = _no_op,
+    ) -> None:
         self._runner = runner
         self._max_batch = max_batch
+        self._health = health or StoreHealth()
+        self._health.probe_with(lambda: self.run(probe, probe=True))
+        self._path = path  # the SQLite file, named when the disk is full
         self._queue: asyncio.Queue[_Pending[Any]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.commits = 0
@@ -145,6 +167,7 @@ class GroupWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await self._health.close()  # no more probes
         await self._queue.join()
         if self._task is not None:
             self._task.cancel()
@@ -152,12 +175,18 @@ class GroupWriter:
             self._task = None
         await self._runner.close()
 
-    async def run(self, op: WriteOp[T]) -> T:
-        """Run ``op`` in a write transaction and return its result after commit."""
+    async def run(self, op: WriteOp[T], *, probe: bool = False) -> T:
+        """Run ``op`` in a write transaction and return its result after commit.
+
+        Raises ``StoreUnavailable`` at once while the store is known not to write, unless
+        ``op`` is the health tracker's ``probe``."""
         if self._task is None or self._task.done():
             raise StoreError("the SessionDB writer is not running")
+        refused = None if probe else self._health.unavailable()
+        if refused is not None:
+            raise refused
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(op, future))
+        self._queue.put_nowait(_Pending(op, future, probe))
         # A cancelled caller cancels only its own future: the op stays in its batch and
         # commits with the others (results are never set on a future that is done).
         return await future
@@ -174,9 +203,16 @@ class GroupWriter:
                     self._queue.task_done()
 
     async def _commit(self, batch: list[_Pending[Any]]) -> None:
+        batch = self._fail_fast(batch)
+        if not batch:
+            return
         try:
             results = await self._runner.run_batch([item.op for item in batch])
         except Exception as exc:  # any failure must reach its caller, never kill the writer
+            unavailable = classify(exc, self._path)
+            if unavailable is not None:
+                self._unavailable(batch, unavailable, exc)
+                return
             if len(batch) > 1:
                 for item in batch:
                     await self._commit([item])
@@ -185,9 +221,31 @@ class GroupWriter:
             _settle_error(batch[0], exc)
             return
         self.commits += 1
+        self._health.succeeded()
         for item, result in zip(batch, results, strict=True):
             if not item.future.done():
                 item.future.set_result(result)
+
+    def _fail_fast(self, batch: list[_Pending[Any]]) -> list[_Pending[Any]]:
+        """Settle what was queued before the store was known unwritable; keep probes."""
+        if self._health.problem is None:
+            return batch
+        for item in batch:
+            refused = self._health.unavailable()
+            if not item.probe and refused is not None:
+                _settle_error(item, refused)
+        return [item for item in batch if item.probe]
+
+    def _unavailable(
+        self, batch: list[_Pending[Any]], problem: StoreUnavailable, exc: Exception
+    ) -> None:
+        if problem is not exc:
+            problem.__cause__ = exc
+        self._health.failed(problem)
+        for item in batch:
+            error = type(problem)(problem.detail, path=problem.path)
+            error.__cause__ = exc
+            _settle_error(item, error)
 
 
 def _settle_error(item: _Pending[Any], exc: Exception) -> None:
