@@ -85,6 +85,8 @@ class DatabaseHeld(StoreError):
         )
         self.where = where
         self.holder = holder
+
+
 class StoreUnavailable(StoreError):
     """The store cannot write right now, for a reason outside chatgate that may clear
     (``core.store.faults`` tells these apart from bugs). ``kind`` names the cause,
