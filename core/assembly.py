@@ -26,6 +26,7 @@ from core.pair_command import pair_command
 from core.pairing import Pairings
 from core.prompt.builder import PromptBuilder
 from core.push_delivery import ReplySender
+from core.rate_limit import ChatRateLimiter
 from core.router import SessionRouter
 from core.sessions import CallerContextFor, SessionKeeper
 from core.stats import CoreStats
@@ -100,11 +101,23 @@ class Core:
         processor = TurnProcessor(
             db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats, self._watch
         )
+        limits = {name: rules.rate_limit_per_minute for name, rules in settings.access.items()}
+        limiter = ChatRateLimiter(limits, clock, self.outbox)
         self._router: SessionRouter[Work] = SessionRouter(
-            processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds
+            processor.handle,
+            processor.cancelled,
+            idle_seconds=settings.idle_worker_seconds,
+            pace=limiter.pace,
         )
         self.ingress = Ingress(
-            db, self._router, processor, self.commands, self.stats, settings.sessions, self.access
+            db,
+            self._router,
+            processor,
+            self.commands,
+            self.stats,
+            settings.sessions,
+            self.access,
+            limiter,
         )
 
     @property

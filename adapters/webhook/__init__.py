@@ -25,7 +25,7 @@ webhook:
   max_skew_seconds: 300    # signed requests older or newer than this get 401
   wait_timeout_seconds: 120  # a waiting request answers 202 after this long
   owners: []               # user ids of the bot's owners (approve writes in chat)
-  rate_limit_per_minute: 20  # messages a chat may send a minute; the rest wait their turn
+  rate_limit_per_minute: 0  # messages a chat may send a minute, the rest wait (0: no limit)
   routes: {}               # per-route settings, e.g.
   #   support:
   #     secret: ...        # overrides the global secret for /webhook/support
