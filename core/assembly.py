@@ -16,6 +16,7 @@ from core.access import AccessPolicy, AccessRules
 from core.clock import Clock
 from core.command_host import CoreCommandHost
 from core.commands import CommandRegistry, builtin_commands
+from core.crash_guard import CrashGuard
 from core.hooks import TurnHooks
 from core.ingress import Ingress, SessionPolicy
 from core.ledger import DeliveryLedger
@@ -103,8 +104,9 @@ class Core:
         )
         limits = {name: rules.rate_limit_per_minute for name, rules in settings.access.items()}
         limiter = ChatRateLimiter(limits, clock, self.outbox)
+        guard = CrashGuard(processor.handle, db, self.sessions, hooks, self.outbox, clock)
         self._router: SessionRouter[Work] = SessionRouter(
-            processor.handle,
+            guard.handle,
             processor.cancelled,
             idle_seconds=settings.idle_worker_seconds,
             pace=limiter.pace,
