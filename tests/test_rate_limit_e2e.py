@@ -4,6 +4,7 @@ notice and the rest of its messages wait their turn, in order, never dropped."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from core.rate_limit import NOTICE
 from core.store.schema import inbox
 from tests.direct_sql import read_rows
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway_server import RunningGateway, running_gateway
 
 Json = dict[str, Any]
@@ -92,3 +94,32 @@ async def test_the_webhook_has_no_limit_by_default(
         replies = await chat_replies(gw)
 
     assert [r["message_id"] for r in replies] == ids
+
+
+async def test_telegram_applies_its_default_limit_of_twenty(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home, {})
+    clock = ManualClock(start=time.time())
+    async with FakeTelegram() as tg:
+        env = {**fake_openai.gateway_env(), **tg.gateway_env(TELEGRAM_ALLOW_ALL_USERS="true")}
+        env.pop("CHATGATE_TELEGRAM_BASE_FILE_URL")  # derived from the API's base URL
+        async with running_gateway(home, env, clock=clock) as gw:
+            for n in range(25):
+                tg.push_update(tg.private_message(f"n{n}"))
+            first = [m.text for m in await tg.wait_sent(21)]
+            await asyncio.wait_for(_queued(gw, 5), timeout=10)
+            clock.advance(60)
+            everything = [m.text for m in await tg.wait_sent(26)]
+
+    notice = NOTICE.format(limit=20)
+    assert first.count(notice) == 1
+    assert [t for t in first if t != notice] == [f"echo: n{n}" for n in range(20)]
+    assert [t for t in everything if t != notice] == [f"echo: n{n}" for n in range(25)]
+    assert everything.count(notice) == 1
+
+
+async def _queued(gw: RunningGateway, count: int) -> None:
+    # The core announces no "held" event; its queue length is what a test can observe.
+    while gw.gateway.core.queued != count:  # noqa: ASYNC110 - bounded by the caller's wait_for
+        await asyncio.sleep(0.01)
