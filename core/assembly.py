@@ -104,7 +104,9 @@ class Core:
         )
         limits = {name: rules.rate_limit_per_minute for name, rules in settings.access.items()}
         limiter = ChatRateLimiter(limits, clock, self.outbox)
-        guard = CrashGuard(processor.handle, db, self.sessions, hooks, self.outbox, clock)
+        self._guard = guard = CrashGuard(
+            processor.handle, db, self.sessions, hooks, self.outbox, clock
+        )
         self._router: SessionRouter[Work] = SessionRouter(
             guard.handle,
             processor.cancelled,
@@ -154,6 +156,7 @@ class Core:
         running = self._router.running
         log.info("stopping: %d running turn(s) may finish within %g s", running, grace)
         cut = await self._router.drain(grace)
+        await self._guard.release_cut()
         if cut:
             log.warning(
                 "stopping: cancelled %d turn(s) still running after %g s; they run again at "

@@ -8,12 +8,13 @@ crashes is not run again: it is marked failed, its chat hears why, and the chat'
 session ends (``end_reason='crash_loop'``), so the chat's next message starts a fresh
 one (a session whose history is what kills the process is set aside with it). A turn
 that finishes, any way, finishes its row, so the chat's next message starts from 0.
-A turn cut short by a stop past ``shutdown_grace`` counts as a crash too: nothing can
-tell the two apart after a restart.
+A turn a graceful stop cuts short (past ``shutdown_grace``) is not a crash: the stop
+gives its start back (``release_cut``) before the process exits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from core.clock import Clock
@@ -55,13 +56,25 @@ class CrashGuard:
         self._outbox = outbox
         self._clock = clock
         self._max = max_crashes
+        self._cut: set[int] = set()  # cancelled mid-turn; pending unless /stop finished it
 
     async def handle(self, work: Work) -> TurnReplies:
         """Run ``work`` unless it crashed the gateway ``max_crashes`` times already."""
         if work.item.attempts >= self._max:
             return await self._set_aside(work.item)
         await self._db.take(work.id)
-        return await self._handle(work)
+        try:
+            return await self._handle(work)
+        except asyncio.CancelledError:
+            self._cut.add(work.id)
+            raise
+
+    async def release_cut(self) -> None:
+        """The gateway is stopping: give back the starts of the turns it cancelled (a
+        ``/stop`` already finished its own, so only rows still pending change)."""
+        cut, self._cut = sorted(self._cut), set()
+        if cut:
+            await self._db.release(cut)
 
     async def _set_aside(self, item: InboxItem) -> TurnReplies:
         log.warning(

@@ -127,3 +127,34 @@ async def test_a_turn_that_completes_between_crashes_resets_the_count(
     assert [r["text"] for r in beta] == ["echo: beta"]
     assert inbox_status(home, "m-beta") == "done"
     assert (fake_openai.started["alpha"], fake_openai.started["beta"]) == (3, 2)
+
+
+async def test_turns_cut_short_by_graceful_stops_are_not_counted_as_crashes(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    config = {"model": {"retry_base_seconds": 0.01}, "server": {"shutdown_grace": 0.2}}
+    write_yaml(home, yaml.safe_dump(config))
+    env = fake_openai.gateway_env()
+    never = asyncio.Event()
+    for _ in range(3):  # in flight at three SIGTERMs, each past the grace; then answered
+        fake_openai.block(never, when="long")
+    body = {**POISON, "text": "long job", "message_id": "m-long"}
+    for stop in (1, 2, 3):
+        with gateway_process(home, env) as (proc, url):
+            async with client_for(url) as client:
+                await wait_ready(proc, client)
+                if stop == 1:
+                    await client.post("/webhook/demo", params={"wait": "false"}, json=body)
+                await model_reached(fake_openai, "long", stop)
+            proc.send_signal(signal.SIGTERM)
+            assert await asyncio.to_thread(proc.wait, 30) == 0
+
+    with gateway_process(home, env) as (proc, url):
+        async with client_for(url) as client:
+            await wait_ready(proc, client)
+            answered = await replies_for(client, "m-long")
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 30)
+
+    assert [r["text"] for r in answered] == ["echo: long job"]
+    assert fake_openai.started["long"] == 4

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import desc, func, select
@@ -33,6 +33,10 @@ _COLUMNS = (
 _ACCEPT = insert_sql("inbox", _COLUMNS, " ON CONFLICT DO NOTHING RETURNING id")
 _BY_DEDUP = "SELECT * FROM inbox WHERE platform = :platform AND dedup_key = :dedup_key"
 _TAKE = "UPDATE inbox SET attempts = attempts + 1 WHERE id = :id AND status = 'pending'"
+_RELEASE = (
+    "UPDATE inbox SET attempts = attempts - 1 "
+    "WHERE id = :id AND status = 'pending' AND attempts > 0"
+)
 
 
 def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
@@ -48,6 +52,11 @@ def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
 def take(tx: Tx, inbox_id: int) -> None:
     """Count a start of ``inbox_id``'s turn; a crash before it finishes leaves the count."""
     tx.execute(_TAKE, {"id": inbox_id})
+
+
+def release(tx: Tx, inbox_ids: Sequence[int]) -> None:
+    """Give back a start of each of ``inbox_ids`` (cut short by a stop, not a crash)."""
+    tx.executemany(_RELEASE, [{"id": i} for i in inbox_ids])
 
 
 async def pending(conn: AsyncConnection, up_to: int | None = None) -> list[InboxItem]:
