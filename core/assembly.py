@@ -102,18 +102,22 @@ class Core:
         processor = TurnProcessor(
             db, runner, self.sessions, hooks, host, self.outbox, clock, self.stats, self._watch
         )
+        self._guard = CrashGuard(processor.handle, db, self.sessions, hooks, self.outbox, clock)
+        self.ingress = self._front_door(db, processor, clock, settings)
+
+    def _front_door(
+        self, db: SessionDB, processor: TurnProcessor, clock: Clock, settings: CoreSettings
+    ) -> Ingress:
+        """The lanes (behind the crash-loop guard and the rate limit) and the ingress."""
         limits = {name: rules.rate_limit_per_minute for name, rules in settings.access.items()}
         limiter = ChatRateLimiter(limits, clock, self.outbox)
-        self._guard = guard = CrashGuard(
-            processor.handle, db, self.sessions, hooks, self.outbox, clock
-        )
         self._router: SessionRouter[Work] = SessionRouter(
-            guard.handle,
+            self._guard.handle,
             processor.cancelled,
             idle_seconds=settings.idle_worker_seconds,
             pace=limiter.pace,
         )
-        self.ingress = Ingress(
+        return Ingress(
             db,
             self._router,
             processor,
