@@ -45,6 +45,9 @@ class AccessRules:
     owners: frozenset[str] = frozenset()
     # Everyone who can use the platform is an owner (the terminal, at the machine).
     everyone_owns: bool = False
+    # Messages one chat may send a minute before the rest wait (0: no limit); applied
+    # by ``core.rate_limit``.
+    rate_limit_per_minute: int = 0
 
 
 OPEN = AccessRules()

@@ -16,6 +16,7 @@ from core.access import AccessPolicy, AccessRules
 from core.clock import Clock
 from core.command_host import CoreCommandHost
 from core.commands import CommandRegistry, builtin_commands
+from core.crash_guard import CrashGuard
 from core.hooks import TurnHooks
 from core.ingress import Ingress, SessionPolicy
 from core.ledger import DeliveryLedger
@@ -26,6 +27,7 @@ from core.pair_command import pair_command
 from core.pairing import Pairings
 from core.prompt.builder import PromptBuilder
 from core.push_delivery import ReplySender
+from core.rate_limit import ChatRateLimiter
 from core.router import SessionRouter
 from core.sessions import CallerContextFor, SessionKeeper
 from core.stats import CoreStats
@@ -112,11 +114,30 @@ class Core:
             self._watch,
             TurnCommitter(db, clock, settings.commits),
         )
+        self._guard = CrashGuard(processor.handle, db, self.sessions, hooks, self.outbox, clock)
+        self.ingress = self._front_door(db, processor, clock, settings)
+
+    def _front_door(
+        self, db: SessionDB, processor: TurnProcessor, clock: Clock, settings: CoreSettings
+    ) -> Ingress:
+        """The lanes (behind the crash-loop guard and the rate limit) and the ingress."""
+        limits = {name: rules.rate_limit_per_minute for name, rules in settings.access.items()}
+        limiter = ChatRateLimiter(limits, clock, self.outbox)
         self._router: SessionRouter[Work] = SessionRouter(
-            processor.handle, processor.cancelled, idle_seconds=settings.idle_worker_seconds
+            self._guard.handle,
+            processor.cancelled,
+            idle_seconds=settings.idle_worker_seconds,
+            pace=limiter.pace,
         )
-        self.ingress = Ingress(
-            db, self._router, processor, self.commands, self.stats, settings.sessions, self.access
+        return Ingress(
+            db,
+            self._router,
+            processor,
+            self.commands,
+            self.stats,
+            settings.sessions,
+            self.access,
+            limiter,
         )
 
     @property
@@ -151,6 +172,7 @@ class Core:
         running = self._router.running
         log.info("stopping: %d running turn(s) may finish within %g s", running, grace)
         cut = await self._router.drain(grace)
+        await self._guard.release_cut()
         if cut:
             log.warning(
                 "stopping: cancelled %d turn(s) still running after %g s; they run again at "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from core.access import AccessPolicy, TurnedAway
 from core.commands import STOP, CommandRegistry
 from core.messages import InboundMessage, OutboundMessage
+from core.rate_limit import ChatRateLimiter
 from core.router import SessionRouter
 from core.session_key import session_key
 from core.stats import CoreStats
@@ -55,9 +56,11 @@ class Ingress:
         stats: CoreStats,
         policy: SessionPolicy,
         access: AccessPolicy,
+        limiter: ChatRateLimiter,
     ) -> None:
         self._db = db
         self._access = access
+        self._limiter = limiter
         self._router = router
         self._processor = processor
         self._commands = commands
@@ -90,8 +93,8 @@ class Ingress:
             self._stats.duplicates[msg.platform] += 1
             return accepted
         self._stats.inbound[msg.platform] += 1
-        if self._accepting:
-            self._dispatch(accepted.item)
+        if self._accepting and self._dispatch(accepted.item, paced=True):
+            await self._limiter.notify(accepted.item)
         return accepted
 
     async def recover(self, up_to: int | None = None) -> int:
@@ -139,13 +142,17 @@ class Ingress:
     def command_menu(self) -> list[tuple[str, str]]:
         return [(c.name, c.summary) for c in self._commands.all()]
 
-    def _dispatch(self, item: InboxItem) -> None:
+    def _dispatch(self, item: InboxItem, *, paced: bool = False) -> bool:
+        """Queue ``item`` (``/stop`` jumps the queue). ``paced``: under the chat's rate
+        limit; True when the chat is to hear that it now waits (``ChatRateLimiter``)."""
         work = Work(item, self._commands.parse(item.message.text))
         if work.command is not None and work.command.command.name == STOP:
             self._router.watch(item.id)
             self._tasks.spawn(self._stop(work), name=f"stop:{item.session_key}")
-            return
+            return False
+        tell = paced and self._limiter.schedule(item)
         self._router.submit(work)
+        return tell
 
     async def _stop(self, work: Work) -> None:
         stopped = self._router.cancel(work.session_key)

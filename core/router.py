@@ -6,7 +6,9 @@ Lanes of different keys run concurrently; a lane's worker exits when its queue h
 been empty for ``idle_seconds``. ``cancel`` stops the item a lane is running (for
 ``/stop``) without touching what is queued behind it. ``drain`` (the gateway is
 stopping) lets each lane finish the item it is running, for a grace period, and start
-nothing more.
+nothing more. ``pace`` (the per-chat rate limit, ``core.rate_limit``) may hold a lane's
+next item before it starts; the item stays queued meanwhile, so ``/stop`` does not
+touch it and a stop leaves it pending for the next start.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -39,6 +41,11 @@ class Routed(Protocol):
 
 W = TypeVar("W", bound=Routed)
 Handler = Callable[[W], Coroutine[Any, Any, TurnReplies]]
+Pace = Callable[[int], Awaitable[None]]  # waits until the inbox id may start
+
+
+async def _unpaced(inbox_id: int) -> None:
+    return None
 
 
 @dataclass(slots=True)
@@ -48,6 +55,7 @@ class _Lane(Generic[W]):
     current: asyncio.Task[TurnReplies] | None = None
     worker: asyncio.Task[None] | None = None
     stop_requested: bool = False
+    pacing: bool = False  # the worker waits for ``pace`` to let the next item start
     idle_waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     def notify_idle(self) -> None:
@@ -60,10 +68,16 @@ class SessionRouter(Generic[W]):
     """Per-key ordering with concurrency across keys; see the module docstring."""
 
     def __init__(
-        self, handle: Handler[W], on_cancelled: Handler[W], *, idle_seconds: float = 300.0
+        self,
+        handle: Handler[W],
+        on_cancelled: Handler[W],
+        *,
+        idle_seconds: float = 300.0,
+        pace: Pace = _unpaced,
     ) -> None:
         self._handle = handle
         self._on_cancelled = on_cancelled
+        self._pace = pace
         self._idle = idle_seconds
         self._lanes: dict[str, _Lane[W]] = {}
         self._waiters: dict[int, asyncio.Future[TurnReplies]] = {}
@@ -137,6 +151,8 @@ class SessionRouter(Generic[W]):
         for lane in self._lanes.values():
             _wake(lane.wakeup)  # an idle worker stops now instead of after ``idle_seconds``
             if lane.worker is not None:
+                if lane.pacing:  # its next item has not started: it stays pending
+                    lane.worker.cancel()
                 workers.append(lane.worker)
         try:
             if workers:
@@ -163,6 +179,7 @@ class SessionRouter(Generic[W]):
                     if not lane.queue:
                         return  # idle for ``idle_seconds``
                     continue
+                await self._paced(lane, lane.queue[0].id)
                 await self._process(lane, lane.queue.popleft())
                 if not lane.queue:
                     lane.notify_idle()
@@ -182,6 +199,13 @@ class SessionRouter(Generic[W]):
         finally:
             timer.cancel()
             lane.wakeup = None
+
+    async def _paced(self, lane: _Lane[W], inbox_id: int) -> None:
+        lane.pacing = True
+        try:
+            await self._pace(inbox_id)
+        finally:
+            lane.pacing = False
 
     async def _process(self, lane: _Lane[W], item: W) -> None:
         lane.stop_requested = False

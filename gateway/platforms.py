@@ -91,6 +91,7 @@ def _rules(spec: PlatformSpec[Any], section: BaseModel) -> AccessRules:
         dm_policy=section.dm_policy,
         group_policy=section.group_policy,
         owners=frozenset(section.owners),
+        rate_limit_per_minute=section.rate_limit_per_minute,
     )
 
 

@@ -169,3 +169,30 @@ async def test_drain_finishes_what_runs_in_time_and_starts_nothing_queued() -> N
     assert futures[3].result().pending is True
     assert rec.cancelled == []  # a stop is not /stop: both stay pending for the next start
     await router.close()
+
+
+async def test_a_held_item_stays_queued_through_stop_and_drain_leaves_it_pending() -> None:
+    rec = Recorder()
+    held = asyncio.Event()  # never set: the rate limit holds item 2 for the whole test
+
+    async def pace(inbox_id: int) -> None:
+        if inbox_id == 2:
+            await held.wait()
+
+    router = SessionRouter(rec.handle, rec.on_cancelled, pace=pace)
+    first, second = router.watch(1), router.watch(2)
+    router.submit(_item(1, "k"))
+    router.submit(_item(2, "k"))
+    await first
+    stopped = router.cancel("k")  # /stop while the next item is held: nothing runs
+    queued_while_held = router.queued
+    started = asyncio.get_running_loop().time()
+    await router.drain(grace=30)
+    took = asyncio.get_running_loop().time() - started
+
+    assert stopped is False
+    assert queued_while_held == 1
+    assert took < 5  # a held item does not keep the stop waiting for its grace
+    assert (await second).pending  # left in the inbox for the next start
+    assert [i for event, i in rec.events if event == "start"] == [1]
+    assert rec.cancelled == []

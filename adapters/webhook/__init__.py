@@ -29,7 +29,7 @@ webhook:
   allow_unsigned: false    # start on a non-loopback host without a secret
   sessions_per_user: false # each user of a chat gets their own session
   owners: []               # user ids of the bot's owners (approve writes in chat)
-  rate_limit_per_minute: 20  # messages a chat may send a minute; the rest wait their turn
+  rate_limit_per_minute: 0  # messages a chat may send a minute, the rest wait (0: no limit)
   routes: {}               # per-route settings, e.g.
   #   support:
   #     secret: ...        # overrides the global secret for /webhook/support

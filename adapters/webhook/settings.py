@@ -17,6 +17,9 @@ class WebhookRoute(Section):
 
 class WebhookSettings(ChatPolicySettings):
     enabled: bool = True
+    # Webhook clients are machines holding the route's secret, and a waiting request
+    # held back by a limit would only time out: no limit unless one is set.
+    rate_limit_per_minute: int = Field(default=0, ge=0, le=10_000)
     secret: SecretStr | None = None
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_skew_seconds: int = Field(default=300, ge=1)

@@ -125,6 +125,14 @@ class SessionDB:
     async def accept(self, msg: InboundMessage, key: str) -> Accepted:
         return await self.write(lambda c: inbox_ops.accept(c, msg, key))
 
+    async def take(self, inbox_id: int) -> None:
+        """Record, durably, that a turn of ``inbox_id`` starts (``inbox.take``)."""
+        await self.write(lambda tx: inbox_ops.take(tx, inbox_id))
+
+    async def release(self, inbox_ids: Sequence[int]) -> None:
+        """Undo one ``take`` of each of ``inbox_ids`` still pending (``inbox.release``)."""
+        await self.write(lambda tx: inbox_ops.release(tx, inbox_ids))
+
     async def pending_inbox(self, up_to: int | None = None) -> list[InboxItem]:
         async with self._engines.read.connect() as conn:
             return await inbox_ops.pending(conn, up_to)

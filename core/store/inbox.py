@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import desc, func, select
@@ -32,6 +32,11 @@ _COLUMNS = (
 )
 _ACCEPT = insert_sql("inbox", _COLUMNS, " ON CONFLICT DO NOTHING RETURNING id")
 _BY_DEDUP = "SELECT * FROM inbox WHERE platform = :platform AND dedup_key = :dedup_key"
+_TAKE = "UPDATE inbox SET attempts = attempts + 1 WHERE id = :id AND status = 'pending'"
+_RELEASE = (
+    "UPDATE inbox SET attempts = attempts - 1 "
+    "WHERE id = :id AND status = 'pending' AND attempts > 0"
+)
 
 
 def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
@@ -42,6 +47,16 @@ def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
         return Accepted(InboxItem(id=new_id, session_key=key, message=msg), created=True)
     existing = tx.fetch(_BY_DEDUP, {"platform": row["platform"], "dedup_key": row["dedup_key"]})
     return Accepted(item_from_row(existing[0]), created=False)
+
+
+def take(tx: Tx, inbox_id: int) -> None:
+    """Count a start of ``inbox_id``'s turn; a crash before it finishes leaves the count."""
+    tx.execute(_TAKE, {"id": inbox_id})
+
+
+def release(tx: Tx, inbox_ids: Sequence[int]) -> None:
+    """Give back a start of each of ``inbox_ids`` (cut short by a stop, not a crash)."""
+    tx.executemany(_RELEASE, [{"id": i} for i in inbox_ids])
 
 
 async def pending(conn: AsyncConnection, up_to: int | None = None) -> list[InboxItem]:
@@ -147,4 +162,5 @@ def item_from_row(row: Mapping[Any, Any]) -> InboxItem:
         message=msg,
         status=row["status"],
         session_id=row["session_id"],
+        attempts=row["attempts"] or 0,
     )

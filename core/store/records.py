@@ -90,6 +90,8 @@ class InboxItem:
     message: InboundMessage
     status: InboxStatus = "pending"
     session_id: str | None = None
+    # How many processes started its turn before this one (``core.crash_guard``).
+    attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True)

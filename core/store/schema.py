@@ -112,6 +112,9 @@ inbox = Table(
     Column("processed_at", Float),
     Column("session_id", String(64)),
     Column("error", Text),
+    # Processes that started this message's turn; a pending row with 3 was in flight
+    # during 3 crashes and is set aside (``core.crash_guard``).
+    Column("attempts", Integer, nullable=False, server_default="0"),
     UniqueConstraint("platform", "dedup_key", name="ux_inbox_dedup"),
     Index("ix_inbox_status", "status", "id"),
     Index("ix_inbox_platform_received", "platform", "received_at"),
