@@ -10,7 +10,9 @@ runs (``gateway.app.drain``: intake stops, the webhook answers ``503`` with
 cancelled and left pending for the next start). Only then does uvicorn close the
 listener and the app's lifespan stop the gateway. The process exits 0: a stop that was
 asked for is not a crash, where uvicorn would re-raise the signal and systemd or
-Docker record a death by signal. A second signal cuts the grace short.
+Docker record a death by signal. A second signal cuts the grace short, unless it comes
+within ``SAME_STOP_SECONDS`` of the first: ``make run`` stopped with SIGTERM delivers one
+stop twice (to the process group, and again from make, which forwards it to its child).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import Any
@@ -34,6 +37,10 @@ log = logging.getLogger(__name__)
 # clients reading slowly) before it cancels what is left.
 CONNECTIONS_CLOSE_SECONDS = 5
 
+# Stop signals this soon after the first are the same stop (see the module docstring);
+# a person pressing Ctrl-C again to cut the wait short is slower than this.
+SAME_STOP_SECONDS = 1.0
+
 
 class GracefulServer(uvicorn.Server):
     """A uvicorn server whose stop signals start ``drain`` and whose ticks enforce the
@@ -43,12 +50,18 @@ class GracefulServer(uvicorn.Server):
         super().__init__(config)
         self._drain = drain
         self._signals: list[int] = []
+        self._first_signal_at = 0.0
         self._tasks = TaskSet("stop")
         self._draining: asyncio.Task[Any] | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # A signal handler: note the signal, act on it in ``on_tick`` (in the loop).
         # Nothing goes to uvicorn's ``_captured_signals``, so the signal is not re-raised.
+        now = time.monotonic()
+        if not self._signals:
+            self._first_signal_at = now
+        elif now - self._first_signal_at < SAME_STOP_SECONDS:
+            return
         self._signals.append(sig)
 
     async def on_tick(self, counter: int) -> bool:
