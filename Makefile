@@ -26,12 +26,12 @@ $(UV):
 # --locked: a pyproject.toml edited without `make lock` stops here and says so.
 # --inexact: a later `make run` keeps the dev tools that `make test` installed.
 $(RUNTIME): pyproject.toml uv.lock | $(UV)
-	@echo "installing chatgate's runtime dependencies from the lock (first run only, ~15 s)…"
+	@echo "installing chatgate's runtime dependencies from the lock (first run only, about 10–20 s)…"
 	@$(UV) sync --locked --no-dev --inexact --quiet
 	@touch $@
 
 $(DEV): pyproject.toml uv.lock | $(UV)
-	@echo "installing chatgate with its dev tools from the lock (first run only, ~20 s)…"
+	@echo "installing chatgate with its dev tools from the lock (first run only, about 10–30 s)…"
 	@$(UV) sync --locked --extra dev --quiet
 	@touch $@ $(RUNTIME)
 
