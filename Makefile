@@ -51,9 +51,11 @@ check: $(DEV)
 bench: $(DEV)
 	$(BIN)/python bench/throughput.py
 
-# Re-resolve every dependency within pyproject.toml's ranges; commit the new uv.lock.
+# After editing pyproject.toml's dependencies: resolve what changed, keep the other pins.
+# `make lock UPGRADE=1` moves every pin to the newest release within its range.
+# Commit the new uv.lock either way.
 lock: | $(UV)
-	$(UV) lock --upgrade
+	$(UV) lock $(if $(UPGRADE),--upgrade)
 
 # deploy/config.example.yaml is what `chatgate init` writes; regenerate it after a
 # settings change (tests/test_deploy_files.py fails until then).
