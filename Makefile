@@ -10,6 +10,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 RUNTIME := $(VENV)/.runtime-installed
 DEV := $(VENV)/.dev-installed
+STALE := (uv.lock out of date after a pyproject.toml edit? run: make lock)
 
 # The interpreter is $(PYTHON), never one uv would download; .venv is the project's.
 export UV_PYTHON := $(PYTHON)
@@ -27,12 +28,12 @@ $(UV):
 # --inexact: a later `make run` keeps the dev tools that `make test` installed.
 $(RUNTIME): pyproject.toml uv.lock | $(UV)
 	@echo "installing chatgate's runtime dependencies from the lock (first run only, about 10–20 s)…"
-	@$(UV) sync --locked --no-dev --inexact --quiet
+	@$(UV) sync --locked --no-dev --inexact --quiet || { echo "$(STALE)" >&2; exit 1; }
 	@touch $@
 
 $(DEV): pyproject.toml uv.lock | $(UV)
 	@echo "installing chatgate with its dev tools from the lock (first run only, about 10–30 s)…"
-	@$(UV) sync --locked --extra dev --quiet
+	@$(UV) sync --locked --extra dev --quiet || { echo "$(STALE)" >&2; exit 1; }
 	@touch $@ $(RUNTIME)
 
 # exec: the gateway replaces the recipe's shell, so a stop signal reaches it directly
