@@ -10,8 +10,11 @@ runs (``gateway.app.drain``: intake stops, the webhook answers ``503`` with
 cancelled and left pending for the next start). Only then does uvicorn close the
 listener and the app's lifespan stop the gateway. The process exits 0: a stop that was
 asked for is not a crash, where uvicorn would re-raise the signal and systemd or
-Docker record a death by signal. A second signal cuts the grace short. Setting the
-``stop`` event (the gateway lost its database lease) stops the server the same way.
+Docker record a death by signal. A second signal cuts the grace short, unless it comes
+within ``SAME_STOP_SECONDS`` of the first: ``make run`` stopped with SIGTERM delivers one
+stop twice (to the process group, and again from make, which forwards it to its child).
+Setting the ``stop`` event (the gateway lost its database lease) stops the server the
+same way.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
@@ -37,6 +41,10 @@ T = TypeVar("T")
 # clients reading slowly) before it cancels what is left.
 CONNECTIONS_CLOSE_SECONDS = 5
 
+# Stop signals this soon after the first are the same stop (see the module docstring);
+# a person pressing Ctrl-C again to cut the wait short is slower than this.
+SAME_STOP_SECONDS = 1.0
+
 
 class GracefulServer(uvicorn.Server):
     """A uvicorn server whose stop signals start ``drain`` and whose ticks enforce the
@@ -52,12 +60,18 @@ class GracefulServer(uvicorn.Server):
         self._drain = drain
         self._stop = stop
         self._signals: list[int] = []
+        self._first_signal_at = 0.0
         self._tasks = TaskSet("stop")
         self._draining: asyncio.Task[Any] | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # A signal handler: note the signal, act on it in ``on_tick`` (in the loop).
         # Nothing goes to uvicorn's ``_captured_signals``, so the signal is not re-raised.
+        now = time.monotonic()
+        if not self._signals:
+            self._first_signal_at = now
+        elif now - self._first_signal_at < SAME_STOP_SECONDS:
+            return
         self._signals.append(sig)
 
     async def on_tick(self, counter: int) -> bool:

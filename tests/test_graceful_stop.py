@@ -7,8 +7,10 @@ A real ``chatgate run`` subprocess against the fake model, which holds turns ope
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 import yaml
 
 from adapters import registry
+from gateway.http_server import SAME_STOP_SECONDS
 from tests import testroom_platform
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
@@ -102,6 +105,71 @@ async def test_sigterm_finishes_running_turns_leaves_the_rest_and_exits_0(
     assert [r["text"] for r in recovered] == ["echo: stuck"]
     assert restarted_code == 0
     assert inbox_status(home, "m-stuck") == "done"
+
+
+async def test_one_stop_delivered_twice_still_gives_running_turns_their_grace(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    # ``make run`` stopped with SIGTERM: the process group gets it, and make forwards it.
+    write_yaml(home, yaml.safe_dump({"server": {"shutdown_grace": GRACE}}))
+    finishing = asyncio.Event()
+    fake_openai.block(finishing, when="nearly done")
+    nearly = {"chat_id": "c1", "user_id": "u1", "text": "nearly done", "message_id": "m-ok"}
+
+    with gateway_process(home, fake_openai.gateway_env()) as (proc, url):
+        async with client_for(url) as client:
+            await wait_ready(proc, client)
+            waiting = asyncio.ensure_future(client.post("/webhook/demo", json=nearly))
+            await fake_openai.arrival("nearly done").wait()
+            signalled = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            await refused_while_stopping(client)  # the first one was handled
+            assert time.monotonic() - signalled < SAME_STOP_SECONDS, "too slow to test"
+            proc.send_signal(signal.SIGTERM)
+            # Taken as a second stop, it would end the gateway within a tick or two.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(proc.wait, 2 * SAME_STOP_SECONDS)
+            still_in_grace = proc.poll() is None
+            finishing.set()
+            answered = await waiting
+        code = await asyncio.to_thread(proc.wait, 30)
+    log = run_log(home)
+
+    assert still_in_grace
+    assert answered.status_code == 200, answered.text
+    assert [r["text"] for r in answered.json()["replies"]] == ["echo: nearly done"]
+    assert code == 0
+    assert "second stop signal" not in log
+
+
+async def test_a_later_second_signal_cuts_the_grace_short(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_yaml(home, yaml.safe_dump({"server": {"shutdown_grace": 60}}))
+    fake_openai.block(asyncio.Event(), when="stuck")  # never released
+    held = {"chat_id": "c2", "user_id": "u2", "text": "stuck", "message_id": "m-stuck"}
+
+    with gateway_process(home, fake_openai.gateway_env()) as (proc, url):
+        async with client_for(url) as client:
+            await wait_ready(proc, client)
+            await client.post("/webhook/demo", json=held, params={"wait": "false"})
+            await fake_openai.arrival("stuck").wait()
+            signalled = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            await refused_while_stopping(client)
+        # A person pressing Ctrl-C again: later than one stop delivered twice (with a
+        # margin: the gateway notes the first signal a little after it was sent).
+        later = signalled + SAME_STOP_SECONDS + 0.5
+        await asyncio.sleep(max(0.0, later - time.monotonic()))
+        proc.send_signal(signal.SIGINT)
+        code = await asyncio.to_thread(proc.wait, 30)
+        stopped_after = time.monotonic() - signalled
+    log = run_log(home)
+
+    assert code == 0
+    assert stopped_after < 15  # not the 60 s grace
+    assert "second stop signal: cancelling the running turns now" in log
+    assert inbox_status(home, "m-stuck") == "pending"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

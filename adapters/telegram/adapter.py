@@ -23,6 +23,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -107,6 +108,9 @@ class TelegramAdapter:
     def __init__(self, options: TelegramOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options
         self._now = now
+        # PTB 23's time periods (``RetryAfter.retry_after``) now: PTB 22 warns each time
+        # one is read as seconds, even inside its own constructor. Our reads take both.
+        os.environ.setdefault("PTB_TIMEDELTA", "1")
         self._bot = Bot(
             options.token,
             base_url=options.base_url,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import warnings
 from datetime import timedelta
 
 from telegram import Bot, ReplyParameters
@@ -24,7 +23,6 @@ from telegram.error import (
     RetryAfter,
     TelegramError,
 )
-from telegram.warnings import PTBDeprecationWarning
 
 from adapters.reply_parts import PartProgress
 from adapters.telegram.format import Chunk, plain_chunk, render
@@ -140,10 +138,9 @@ def _change(before: tuple[Chunk, int | None], after: tuple[Chunk, int | None]) -
 
 
 def retry_seconds(exc: RetryAfter) -> float:
-    """The pause a 429 names (PTB 22 warns that its type will become ``timedelta``)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value: int | float | timedelta = exc.retry_after
+    """The pause a 429 names: a ``timedelta`` from PTB 23 on, and in PTB 22 once the
+    adapter opted in (``PTB_TIMEDELTA``); seconds before that."""
+    value: int | float | timedelta = exc.retry_after
     if isinstance(value, timedelta):
         return value.total_seconds()
     return float(value)
