@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gateway.doctor import Check, diagnose, failed
 
@@ -43,9 +44,6 @@ def _table(checks: list[Check]) -> Table:
     table = Table("check", "", "found", "fix")
     for check in checks:
         mark = "[green]ok[/]" if check.status == "ok" else "[red]FAIL[/]"
-        table.add_row(check.name, mark, _plain(check.detail), _plain(check.fix))
+        # What a check found is text, not rich markup.
+        table.add_row(Text(check.name), mark, Text(check.detail), Text(check.fix))
     return table
-
-
-def _plain(text: str) -> str:
-    return text.replace("[", r"\[")  # what a check found is text, not rich markup
