@@ -9,7 +9,10 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from gateway.doctor import Check, diagnose
+from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.loopback import free_port
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -99,6 +102,20 @@ async def test_a_missing_api_key_is_refused_by_the_endpoint(
     found = by_name(await diagnose(home, {"OPENAI_BASE_URL": fake_openai.base_url}))
     assert found["model"].status == "fail"
     assert "OPENAI_API_KEY" in found["model"].fix
+
+
+@pytest.mark.parametrize(("key", "ok"), [("sk-ant-fake", True), ("sk-ant-wrong", False)])
+async def test_the_anthropic_key_is_checked_against_the_model_list(
+    home: Path, fake_anthropic: FakeAnthropicServer, key: str, ok: bool
+) -> None:
+    env = {
+        "CHATGATE_MODEL_PROVIDER": "anthropic",
+        "CHATGATE_MODEL__BASE_URL": fake_anthropic.base_url,
+        "ANTHROPIC_API_KEY": key,
+    }
+    model = by_name(await diagnose(home, env))["model"]
+    assert (model.status == "ok") is ok, model
+    assert ok or "ANTHROPIC_API_KEY" in model.fix
 
 
 async def test_a_reachable_address_without_a_webhook_secret_fails(home: Path) -> None:
