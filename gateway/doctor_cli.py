@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import asdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gateway.doctor import Check, diagnose, failed
+if TYPE_CHECKING:
+    from gateway.doctor import Check
 
 console = Console(highlight=False)
 
@@ -30,6 +31,10 @@ def doctor(
 ) -> None:
     """Check the config, the home, the database, the model and every enabled platform;
     each failure comes with its fix. Exit 1 if anything fails."""
+    # Here, not at the top: the checks import the store and every client, and the CLI
+    # registers this command for every invocation.
+    from gateway.doctor import diagnose, failed
+
     checks = asyncio.run(diagnose(within=within))
     if as_json:
         body = {"ok": not failed(checks), "checks": [asdict(check) for check in checks]}
