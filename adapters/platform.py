@@ -6,7 +6,7 @@ steps of adding a platform.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
@@ -14,6 +14,7 @@ from typing import Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.base import Adapter
+from adapters.probe import Probe
 from core.messages import InboundMessage
 from core.prompt.builder import CallerContext
 
@@ -118,6 +119,9 @@ class PlatformSpec(Generic[S]):
     # For a platform ``chatgate chat`` talks through: the key its ``--chat-id`` sets.
     # Such a platform is never started by ``chatgate run``.
     interactive: str | None = None
+    # ``chatgate doctor``: check these settings against the platform's API (the token),
+    # within that many seconds; never raises for what it finds.
+    doctor: Callable[[S, float], Awaitable[Probe]] | None = None
 
     def section(self, value: BaseModel) -> S:
         """``value`` as this platform's settings model (it was validated as one)."""
@@ -127,6 +131,12 @@ class PlatformSpec(Generic[S]):
 
     def adapter(self, value: BaseModel, services: PlatformServices) -> Adapter:
         return self.build(self.section(value), services)
+
+    async def probe(self, value: BaseModel, within: float) -> Probe | None:
+        """The ``doctor`` check of these settings, or None when the platform has none."""
+        if self.doctor is None:
+            return None
+        return await self.doctor(self.section(value), within)
 
     def is_enabled(self, value: BaseModel) -> bool:
         return self.interactive is None and self.enabled(self.section(value))

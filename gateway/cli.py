@@ -13,8 +13,10 @@ from rich.console import Console
 from core.errors import ChatgateError, ConfigError
 from gateway import log_privacy, platforms
 from gateway.config import Settings, default_home, load_settings, starter_config
+from gateway.config_cli import config_app
 from gateway.cron_cli import cron_app
 from gateway.curator_cli import curator_app
+from gateway.doctor_cli import register as register_doctor
 from gateway.memory_cli import memory_app
 from gateway.pairing_cli import pairing_app
 from gateway.sessions_cli import sessions_app
@@ -37,7 +39,9 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(curator_app, name="curator")
 app.add_typer(cron_app, name="cron")
 app.add_typer(pairing_app, name="pairing")
+app.add_typer(config_app, name="config")
 register_status(app)
+register_doctor(app)
 console = Console()
 err = Console(stderr=True)
 

@@ -22,12 +22,20 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from adapters import registry
 from adapters.platform import PlatformSpec
 from core.errors import ConfigError
+from gateway.env_settings import env_values
 from gateway.features import FEATURES
 from gateway.features.base import FeatureSpec
-from gateway.settings import CORE_ENV, Settings
+from gateway.settings import Settings
 from gateway.starter_config import CORE_STARTER, STARTER_HEADER
 
-__all__ = ["Settings", "default_home", "load_settings", "settings_model", "starter_config"]
+__all__ = [
+    "Settings",
+    "default_home",
+    "load_settings",
+    "load_with_sources",
+    "settings_model",
+    "starter_config",
+]
 
 _models: dict[tuple[int, ...], type[Settings]] = {}
 
@@ -68,14 +76,6 @@ def _compose(
     return model
 
 
-def env_overrides(model: type[Settings]) -> dict[str, str]:
-    """Environment variable -> dotted setting, for the core and every platform."""
-    found = dict(CORE_ENV)
-    for spec in model.platforms.values():
-        found.update({var: f"{spec.name}.{key}" for var, key in spec.env.items()})
-    return found
-
-
 def starter_config(features: Sequence[FeatureSpec] = FEATURES) -> str:
     """The commented config.yaml that ``chatgate init`` writes: every section, defaults."""
     blocks = [CORE_STARTER, *(f.starter_config for f in features)]
@@ -91,17 +91,36 @@ def load_settings(
 ) -> Settings:
     """Read ``config.yaml`` under ``home``, then apply environment variables, then
     ``overrides`` (dotted setting -> value, e.g. from command-line options)."""
+    return load_with_sources(home, env, overrides=overrides)[0]
+
+
+def load_with_sources(
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    overrides: Mapping[str, str] | None = None,
+) -> tuple[Settings, dict[str, str]]:
+    """``load_settings``, and where each set value came from: dotted key -> ``file``,
+    ``env NAME`` or ``option`` (a key not listed has its default)."""
     env = os.environ if env is None else env
     home = (home or default_home()).expanduser().resolve()
     model = settings_model()
     data = _read_yaml(home / "config.yaml")
-    for name, dotted in env_overrides(model).items():
-        value = env.get(name)
-        if value:
-            _set_dotted(data, dotted, value)
+    sources = dict.fromkeys(_file_keys(data), "file")
+    for found in env_values(model, env):
+        _set_dotted(data, found.dotted, found.value)
+        sources[found.dotted] = f"env {found.var}"
     for dotted, value in (overrides or {}).items():
         _set_dotted(data, dotted, value)
+        sources[dotted] = "option"
     data["home"] = home
+    try:
+        return _validated(model, data), sources
+    except ConfigError as exc:
+        raise _named(exc, sources) from None
+
+
+def _validated(model: type[Settings], data: dict[str, Any]) -> Settings:
     try:
         settings = model.model_validate(data)
     except ValidationError as exc:
@@ -111,6 +130,27 @@ def load_settings(
         if spec.check is not None:
             spec.check(settings.platform(spec.name))
     return settings
+
+
+def _file_keys(data: Mapping[str, Any]) -> list[str]:
+    keys: list[str] = []
+    for section, value in data.items():
+        if isinstance(value, Mapping):
+            keys += [f"{section}.{key}" for key in value]
+        else:
+            keys.append(str(section))
+    return keys
+
+
+def _named(exc: ConfigError, sources: Mapping[str, str]) -> ConfigError:
+    """``exc`` naming the variable its key came from, when the environment set it."""
+    source = next(
+        (src for key, src in sources.items() if exc.key == key or exc.key.startswith(key + ".")),
+        "",
+    )
+    if not source.startswith("env "):
+        return exc
+    return ConfigError(exc.key, f"{exc.reason} (set by {source.removeprefix('env ')})")
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -131,7 +171,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
+def _set_dotted(data: dict[str, Any], dotted: str, value: object) -> None:
     *parents, leaf = dotted.split(".")
     node = data
     for part in parents:

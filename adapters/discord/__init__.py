@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import Adapter
+from adapters.discord.doctor import check_token
 from adapters.discord.settings import DiscordSettings
 from adapters.platform import PlatformServices, PlatformSpec
 
@@ -77,6 +78,7 @@ SPEC = PlatformSpec(
         "DISCORD_ALLOW_ALL_USERS": "allow_all_users",
     },
     prompt_hint=PROMPT_HINT,
+    doctor=check_token,
     starter_config=STARTER_CONFIG,
     # discord.py's DEBUG lines carry every gateway event and request body (message text)
     # and interaction webhook URLs (a token each); its INFO lines are worth keeping.

@@ -10,6 +10,7 @@ import logging
 
 from adapters.base import Adapter
 from adapters.platform import PlatformServices, PlatformSpec
+from adapters.telegram.doctor import check_token
 from adapters.telegram.settings import TelegramSettings, check_telegram
 
 PROMPT_HINT = (
@@ -80,6 +81,7 @@ SPEC = PlatformSpec(
         "TELEGRAM_ALLOW_ALL_USERS": "allow_all_users",
     },
     prompt_hint=PROMPT_HINT,
+    doctor=check_token,
     mounts_routes=True,
     starter_config=STARTER_CONFIG,
     check=check_telegram,

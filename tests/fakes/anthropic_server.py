@@ -47,7 +47,13 @@ class FakeAnthropicServer:
         self.cache_write_tokens = 0
         self._script: deque[_Answer | _Failure] = deque()
         self._ids = itertools.count(1)
-        routes = [Route("/v1/messages", self._messages, methods=["POST"])]
+        # ``GET /v1/models``: what it lists, to callers holding this key.
+        self.models = ["claude-sonnet-4-5"]
+        self.api_key = "sk-ant-fake"
+        routes = [
+            Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ]
         self._server = LoopbackServer(Starlette(routes=routes))
 
     @property
@@ -66,6 +72,13 @@ class FakeAnthropicServer:
         tb: TracebackType | None,
     ) -> None:
         await self._server.stop()
+
+    async def _models(self, request: Request) -> Response:
+        if request.headers.get("x-api-key") != self.api_key:
+            error = {"type": "authentication_error", "message": "invalid x-api-key"}
+            return JSONResponse({"type": "error", "error": error}, status_code=401)
+        data = [{"id": name, "type": "model", "display_name": name} for name in self.models]
+        return JSONResponse({"data": data, "has_more": False})
 
     def reply_text(self, text: str) -> None:
         """Answer the next request with one text block."""

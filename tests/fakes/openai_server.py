@@ -108,10 +108,13 @@ class FakeOpenAIServer:
         self._arrivals: dict[str, asyncio.Event] = {}
         self._ids = itertools.count(1)
         self._closing = asyncio.Event()
+        # What ``GET /v1/models`` lists (``chatgate doctor`` checks the model name there).
+        self.models = ["fake-model"]
         routes = [
             Route(path, self._chat_completions, methods=["POST"])
             for path in ("/v1/chat/completions", "/chat/completions")
         ]
+        routes.append(Route("/v1/models", self._models, methods=["GET"]))
         self._server = LoopbackServer(Starlette(routes=routes))
 
     @property
@@ -214,6 +217,12 @@ class FakeOpenAIServer:
         self._script.append(Hang(seconds))
 
     # -- serving ------------------------------------------------------------------
+
+    async def _models(self, request: Request) -> Response:
+        if not request.headers.get("authorization", "").startswith("Bearer "):
+            return JSONResponse({"error": {"message": "no API key"}}, status_code=401)
+        data = [{"id": name, "object": "model", "owned_by": "fake"} for name in self.models]
+        return JSONResponse({"object": "list", "data": data})
 
     async def _chat_completions(self, request: Request) -> Response:
         body: Json = await request.json()
