@@ -18,7 +18,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gateway.config import env_overrides, settings_model, starter_config
+from gateway.config import settings_model, starter_config
+from gateway.env_settings import aliases
 from gateway.settings import ServerSettings
 from tests.fakes.loopback import free_port
 from tests.gateway_server import running_gateway
@@ -104,10 +105,10 @@ def test_the_image_installs_from_the_lock_before_the_sources_and_runs_unprivileg
 
 
 def secret_env_vars() -> set[str]:
-    """The environment variables the gateway reads into a secret setting."""
+    """The documented variables (DESIGN.md's names) the gateway reads into a secret."""
     model = settings_model()
     found = set()
-    for var, dotted in env_overrides(model).items():
+    for var, dotted in aliases(model).items():
         section, key = dotted.split(".")
         fields = cast(type[BaseModel], model.model_fields[section].annotation).model_fields
         if "SecretStr" in str(fields[key].annotation):
