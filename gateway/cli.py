@@ -12,9 +12,11 @@ from rich.console import Console
 
 from core.errors import ChatgateError, ConfigError
 from gateway import log_privacy, platforms
+from gateway.backup_cli import register as register_backup
 from gateway.config import Settings, default_home, load_settings, starter_config
 from gateway.cron_cli import cron_app
 from gateway.curator_cli import curator_app
+from gateway.db_cli import register as register_db
 from gateway.memory_cli import memory_app
 from gateway.pairing_cli import pairing_app
 from gateway.sessions_cli import sessions_app
@@ -38,6 +40,8 @@ app.add_typer(curator_app, name="curator")
 app.add_typer(cron_app, name="cron")
 app.add_typer(pairing_app, name="pairing")
 register_status(app)
+register_backup(app)
+register_db(db_app)
 console = Console()
 err = Console(stderr=True)
 

@@ -42,6 +42,21 @@ async def upgrade(engine: AsyncEngine, revision: str = "head", *, lock_key: int 
         await conn.run_sync(lambda sync: command.upgrade(_config(sync), revision))
 
 
+def history() -> list[tuple[str, str]]:
+    """Every revision this build knows, oldest first, with its one-line message."""
+    scripts = ScriptDirectory.from_config(_config())
+    revisions = reversed(list(scripts.walk_revisions()))
+    return [(rev.revision, (rev.doc or "").splitlines()[0] if rev.doc else "") for rev in revisions]
+
+
+async def downgrade(engine: AsyncEngine, revision: str, *, lock_key: int = 0) -> None:
+    """Take the schema back to ``revision`` ("base": before the first migration)."""
+    async with engine.begin() as conn:
+        if lock_key and conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key})
+        await conn.run_sync(lambda sync: command.downgrade(_config(sync), revision))
+
+
 async def current_revision(engine: AsyncEngine) -> str | None:
     """The revision the database is at, or None before the first migration."""
     async with engine.connect() as conn:

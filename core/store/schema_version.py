@@ -13,7 +13,7 @@ from core.errors import StoreError
 from core.store.engine import create_engines
 from core.store.lease import MIGRATION_KEY
 from core.store.location import error_reason, redacted_url
-from migrations.runner import current_revision, head_revision, upgrade
+from migrations.runner import current_revision, downgrade, head_revision, history, upgrade
 
 
 async def upgrade_schema(url: str, *, busy_timeout_ms: int = 5000) -> None:
@@ -30,6 +30,29 @@ async def upgrade_schema(url: str, *, busy_timeout_ms: int = 5000) -> None:
         raise StoreError(f"cannot open the SessionDB at {where}: {error_reason(exc)}") from exc
     finally:
         await engines.dispose()
+
+
+async def downgrade_schema(url: str, revision: str) -> None:
+    """Take the schema of the database at ``url`` back to ``revision`` ("base": empty).
+
+    Raises ``StoreError`` with one line when the database cannot be opened or the
+    revision is unknown.
+    """
+    if revision != "base" and revision not in dict(history()):
+        raise StoreError(f"no migration {revision!r} (see chatgate db history)")
+    engines = create_engines(url)
+    try:
+        await downgrade(engines.write, revision, lock_key=MIGRATION_KEY)
+    except (SQLAlchemyError, OSError) as exc:
+        where = redacted_url(url)
+        raise StoreError(f"cannot downgrade the SessionDB at {where}: {error_reason(exc)}") from exc
+    finally:
+        await engines.dispose()
+
+
+def migration_history() -> list[tuple[str, str]]:
+    """Every revision this build knows, oldest first: (revision, one-line message)."""
+    return history()
 
 
 async def schema_revision(url: str) -> str | None:
