@@ -58,14 +58,15 @@ async def migrate_restored(home: Path) -> None:
 def _extract(archive: Path, staged: Path) -> Manifest:
     staged.mkdir(mode=0o700, parents=True)
     try:
-        with tarfile.open(archive, mode="r:*") as tar:
+        with tarfile.open(archive, mode="r:gz") as tar:
             manifest = _manifest_of(tar)
             members = [m for m in tar.getmembers() if m.name != MANIFEST]
             total = sum(m.size for m in members)
             with progress_bar("restoring", total, in_bytes=True) as bar:
                 seen = {_extract_member(tar, m, manifest, staged, bar) for m in members}
     except UNREADABLE as exc:
-        raise BackupError(f"{archive} is not a readable backup archive ({exc})") from exc
+        reason = (str(exc) or type(exc).__name__).splitlines()[0]
+        raise BackupError(f"{archive} is not a readable backup archive ({reason})") from exc
     missing = sorted(manifest.files.keys() - seen)
     if missing:
         raise BackupError(f"{archive} is incomplete: {missing[0]} is missing")
