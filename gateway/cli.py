@@ -130,9 +130,11 @@ def chat(
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply pending migrations."""
-    from gateway.runtime import migrate
+    from gateway.db_cli import upgrade_with_progress
 
-    asyncio.run(migrate(_settings()))
+    settings = _settings()
+    timeout = settings.database.busy_timeout_ms
+    asyncio.run(upgrade_with_progress(settings.database_url, busy_timeout_ms=timeout))
     console.print("database is up to date")
 
 

@@ -45,6 +45,16 @@ def downgrade(
     console.print(f"database is at {revision}", markup=False)
 
 
+async def upgrade_with_progress(url: str, *, busy_timeout_ms: int = 5000) -> None:
+    """Apply pending migrations, with a progress bar on a terminal (a big database's
+    migrations can take minutes)."""
+    from core.store.schema_version import upgrade_schema
+    from gateway.progress import progress_bar
+
+    with progress_bar("migrating the SessionDB") as bar:
+        await upgrade_schema(url, busy_timeout_ms=busy_timeout_ms, progress=bar.update)
+
+
 async def _downgrade(url: str, revision: str) -> None:
     from core.store.lease import DatabaseLease
     from core.store.schema_version import downgrade_schema

@@ -10,7 +10,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+)
 
 
 class Bar:
@@ -44,9 +52,7 @@ def progress_bar(
     if not console.is_terminal:
         yield Bar()
         return
-    columns = [TextColumn("{task.description}"), BarColumn()]
-    columns.append(
-        DownloadColumn() if in_bytes else TextColumn("{task.completed:.0f}/{task.total:.0f}")
-    )
+    columns: list[ProgressColumn] = [TextColumn("{task.description}"), BarColumn()]
+    columns.append(DownloadColumn() if in_bytes else MofNCompleteColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         yield _RichBar(progress, progress.add_task(description, total=total))

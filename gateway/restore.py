@@ -52,7 +52,8 @@ async def migrate_restored(home: Path) -> None:
     """Bring the restored snapshot's schema up to this build's (nothing if none)."""
     database = home / DATABASE
     if database.exists():  # noqa: ASYNC240 - one stat before the migration's own I/O
-        await upgrade_schema(f"sqlite+aiosqlite:///{database}")
+        with progress_bar("migrating the restored SessionDB") as bar:
+            await upgrade_schema(f"sqlite+aiosqlite:///{database}", progress=bar.update)
 
 
 def _extract(archive: Path, staged: Path) -> Manifest:
