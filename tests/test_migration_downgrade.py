@@ -19,7 +19,7 @@ from core.store.schema_version import (
     upgrade_schema,
 )
 from tests.postgres import postgres_database
-from tests.test_cli import chatgate
+from tests.test_cli import chatgate, client_for, gateway_process, wait_ready
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -85,3 +85,16 @@ def test_db_history_marks_the_current_revision_and_downgrade_asks_first(home: Pa
     assert [line for line in after.stdout.splitlines() if line.startswith("*")][0].startswith(
         f"* {previous} "
     )
+
+
+async def test_a_downgrade_is_refused_while_a_gateway_holds_the_database(home: Path) -> None:
+    with gateway_process(home, {}) as (proc, url):
+        async with client_for(url) as client:
+            await wait_ready(proc, client)
+            refused = chatgate("db", "downgrade", "base", "--yes")
+        current = chatgate("db", "current")
+
+    assert refused.returncode == 1
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(f"chatgate: another chatgate gateway (pid {proc.pid} on ")
+    assert f"database: {code_revision()}" in current.stdout
