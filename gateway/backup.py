@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from core.errors import StoreError
 from core.store.engine import sqlite_path
 from core.store.schema_version import schema_revision
 from core.store.snapshot import schema_revision_of, snapshot_sqlite, table_counts
@@ -80,11 +81,18 @@ def _members(settings: Settings, work: Path, database: Path | None) -> dict[str,
         name = path.relative_to(settings.home).as_posix()
         if not _archived(path, name, database):
             continue
-        if path.suffix in SQLITE_FILES:
-            members[name] = _snapshot(path, work / name, name)
-        else:
-            members[name] = path.read_bytes()
+        members[name] = _file(path, work / name, name)
     return members
+
+
+def _file(path: Path, work: Path, name: str) -> Source:
+    """A file as archived: a snapshot of a SQLite database, else its bytes read once."""
+    if path.suffix in SQLITE_FILES:
+        try:
+            return _snapshot(path, work, name)
+        except StoreError:
+            pass  # named like a database but not one: archived as it is
+    return path.read_bytes()
 
 
 def _archived(path: Path, name: str, database: Path | None) -> bool:

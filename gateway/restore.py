@@ -11,6 +11,7 @@ snapshot is then migrated to this build's schema if the archive is older.
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import shutil
 import tarfile
@@ -57,7 +58,10 @@ async def migrate_restored(home: Path) -> None:
 
 
 def _extract(archive: Path, staged: Path) -> Manifest:
-    staged.mkdir(mode=0o700, parents=True)
+    try:
+        staged.mkdir(mode=0o700, parents=True)
+    except OSError as exc:
+        raise BackupError(f"cannot create {staged}: {exc.strerror}") from exc
     try:
         with tarfile.open(archive, mode="r:gz") as tar:
             manifest = _manifest_of(tar)
@@ -99,7 +103,8 @@ def _extract_member(
     target = staged / name
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    with target.open("wb") as out:
+    # Conversations and memories: readable by their owner only, as in the archive.
+    with os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
             out.write(chunk)

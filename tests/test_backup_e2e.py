@@ -196,3 +196,31 @@ def test_a_damaged_archive_is_refused_in_one_line_and_the_home_stays_empty(
     assert reason in line
     assert not fresh.exists()
     assert [p.name for p in tmp_path.iterdir() if "restoring" in p.name] == []
+
+
+def test_other_databases_are_snapshotted_and_look_alikes_kept_as_they_are(
+    home: Path, tmp_path: Path
+) -> None:
+    (home / "memory_provider").mkdir()
+    notes = home / "memory_provider" / "notes.sqlite3"
+    with closing(sqlite3.connect(notes)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE exchanges (text TEXT)")
+        conn.execute("INSERT INTO exchanges VALUES ('kept')")
+        conn.commit()
+        # Still open: the row is in notes.sqlite3-wal, which a file copy would miss.
+        archive = tmp_path / "b.tar.gz"
+        result = chatgate("backup", str(archive))
+    (home / "export.db").write_text("not a database", encoding="utf-8")
+    second = tmp_path / "c.tar.gz"
+    again = chatgate("backup", str(second))
+    fresh = tmp_path / "fresh"
+    restored = chatgate("restore", str(second), env=cli_env(CHATGATE_HOME=str(fresh)))
+
+    assert result.returncode == 0, result.stderr
+    files = extracted(archive, tmp_path / "first")
+    assert "memory_provider/notes.sqlite3-wal" not in files
+    assert rows(tmp_path / "first" / "memory_provider" / "notes.sqlite3", "exchanges") == 1
+    assert again.returncode == 0, again.stderr
+    assert restored.returncode == 0, restored.stderr
+    assert (fresh / "export.db").read_text(encoding="utf-8") == "not a database"

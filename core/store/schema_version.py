@@ -70,6 +70,9 @@ async def schema_revision(url: str) -> str | None:
     engines = create_engines(url)
     try:
         return await current_revision(engines.read)
+    except (SQLAlchemyError, OSError) as exc:
+        where = redacted_url(url)
+        raise StoreError(f"cannot open the SessionDB at {where}: {error_reason(exc)}") from exc
     finally:
         await engines.dispose()
 

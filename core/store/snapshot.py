@@ -16,6 +16,8 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
+from core.errors import StoreError
+
 # Pages copied per step: small enough for a progress bar to move, large enough that a
 # big database is not copied a page at a time.
 PAGES_PER_STEP = 1024
@@ -28,8 +30,17 @@ Progress = Callable[[int, int], None]
 def snapshot_sqlite(source: Path, target: Path, progress: Progress | None = None) -> None:
     """Copy the SQLite database ``source`` into the new file ``target``, consistently.
 
-    ``progress(copied_pages, total_pages)`` is called after each step.
+    ``progress(copied_pages, total_pages)`` is called after each step. Raises
+    ``StoreError`` with one line when ``source`` cannot be read as a SQLite database.
     """
+    try:
+        _copy(source, target, progress)
+    except sqlite3.Error as exc:
+        target.unlink(missing_ok=True)
+        raise StoreError(f"cannot snapshot the SQLite database {source}: {exc}") from exc
+
+
+def _copy(source: Path, target: Path, progress: Progress | None) -> None:
 
     def step(_status: int, remaining: int, total: int) -> None:
         if progress is not None:
