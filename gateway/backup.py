@@ -28,9 +28,8 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from core.errors import StoreError
-from core.store.engine import sqlite_path
 from core.store.schema_version import schema_revision
-from core.store.snapshot import schema_revision_of, snapshot_sqlite, table_counts
+from core.store.snapshot import schema_revision_of, snapshot_sqlite, sqlite_file, table_counts
 from gateway.backup_config import secret_free_config
 from gateway.backup_manifest import DATABASE, MANIFEST, Manifest, file_counts, sha256
 from gateway.progress import progress_bar
@@ -62,9 +61,9 @@ def default_archive(home: Path, now: datetime | None = None) -> Path:
 async def write_backup(settings: Settings, target: Path | None = None) -> BackupReport:
     """Write the archive of ``settings.home`` to ``target`` (``default_archive`` if None)."""
     path = (target or default_archive(settings.home)).expanduser().resolve()
-    database = sqlite_path(settings.database_url)
+    database = sqlite_file(settings.database_url)
     with TemporaryDirectory(prefix="chatgate-backup-") as work:
-        members = _members(settings, Path(work), Path(database) if database else None)
+        members = _members(settings, Path(work), database)
         manifest = await _manifest(settings, members)
         _write_archive(path, members, manifest)
     return BackupReport(path, manifest)
@@ -118,7 +117,7 @@ async def _manifest(settings: Settings, members: dict[str, Source]) -> Manifest:
     if isinstance(snapshot, Path):
         counts |= table_counts(snapshot)
         revision = schema_revision_of(snapshot)
-    elif sqlite_path(settings.database_url) is None:
+    elif sqlite_file(settings.database_url) is None:
         kind, revision = "postgresql", await schema_revision(settings.database_url)
     _, removed = secret_free_config(settings)
     checksums = {name: _checksum(data) for name, data in members.items()}

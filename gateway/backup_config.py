@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import yaml
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
+from core.store.location import masked_url
 from gateway.log_privacy import configured_secrets
 from gateway.settings import Settings
 
@@ -50,7 +48,7 @@ def _scrub(value: Any, where: str, secrets: frozenset[str], dropped: list[str]) 
     if isinstance(value, list):
         return [_scrub(child, f"{where}[{n}]", secrets, dropped) for n, child in enumerate(value)]
     if isinstance(value, str):
-        return _masked_url(value)
+        return masked_url(value)
     return value
 
 
@@ -61,21 +59,3 @@ def _is_secret(key: str, value: Any, secrets: Iterable[str]) -> bool:
         return True
     text = str(value)
     return any(secret in text for secret in secrets)
-
-
-def _masked_url(value: str) -> str:
-    if "://" not in value or "@" not in value:
-        return value
-    try:
-        return make_url(value).render_as_string(hide_password=True)
-    except ArgumentError:
-        return value
-
-
-def file_secrets(settings: Settings) -> frozenset[str]:
-    """The secrets that must not appear in any archived file (for a last check)."""
-    return configured_secrets(settings)
-
-
-def is_home_config(path: Path, settings: Settings) -> bool:
-    return path == settings.home / "config.yaml"

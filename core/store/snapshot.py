@@ -17,6 +17,7 @@ from contextlib import closing
 from pathlib import Path
 
 from core.errors import StoreError
+from core.store.engine import sqlite_path
 
 # Pages copied per step: small enough for a progress bar to move, large enough that a
 # big database is not copied a page at a time.
@@ -25,6 +26,12 @@ PAGES_PER_STEP = 1024
 COUNTED_TABLES = ("sessions", "messages", "inbox")
 
 Progress = Callable[[int, int], None]
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite database URL, or None for PostgreSQL."""
+    path = sqlite_path(url)
+    return Path(path) if path else None
 
 
 def snapshot_sqlite(source: Path, target: Path, progress: Progress | None = None) -> None:
