@@ -19,7 +19,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from core.errors import BackupError
-from core.store.schema_version import upgrade_schema
+from core.store.schema_version import code_revision, migration_history, upgrade_schema
 from core.store.snapshot import table_counts
 from gateway.backup_manifest import DATABASE, MANIFEST, Manifest, file_counts
 from gateway.progress import Bar, progress_bar
@@ -39,6 +39,7 @@ def restore_backup(archive: Path, home: Path) -> Manifest:
     staged = home.parent / f".{home.name}.restoring-{secrets.token_hex(4)}"
     try:
         manifest = _extract(archive, staged)
+        _check_revision(manifest)
         _check_counts(staged, manifest)
         home.parent.mkdir(parents=True, exist_ok=True)
         if home.exists():
@@ -112,6 +113,15 @@ def _extract_member(
     if digest.hexdigest() != expected:
         raise BackupError(f"the archive is damaged: {name} does not match its checksum")
     return name
+
+
+def _check_revision(manifest: Manifest) -> None:
+    known = dict(migration_history())
+    if manifest.schema_revision is not None and manifest.schema_revision not in known:
+        raise BackupError(
+            f"the archive's schema revision {manifest.schema_revision} is newer than this "
+            f"chatgate ({code_revision()}): restore it with chatgate {manifest.chatgate_version}"
+        )
 
 
 def _check_counts(staged: Path, manifest: Manifest) -> None:

@@ -224,3 +224,30 @@ def test_other_databases_are_snapshotted_and_look_alikes_kept_as_they_are(
     assert again.returncode == 0, again.stderr
     assert restored.returncode == 0, restored.stderr
     assert (fresh / "export.db").read_text(encoding="utf-8") == "not a database"
+
+
+def test_an_archive_from_a_newer_schema_is_refused_before_the_home_is_touched(
+    home: Path, tmp_path: Path
+) -> None:
+    assert chatgate("db", "upgrade").returncode == 0
+    archive = tmp_path / "b.tar.gz"
+    assert chatgate("backup", str(archive)).returncode == 0
+    newer = tmp_path / "newer.tar.gz"
+    with tarfile.open(archive) as src, tarfile.open(newer, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member)
+            assert data is not None
+            body = data.read()
+            if member.name == "manifest.json":
+                manifest = json.loads(body)
+                body = json.dumps({**manifest, "schema_revision": "9999"}).encode()
+                member.size = len(body)
+            dst.addfile(member, io.BytesIO(body))
+    fresh = tmp_path / "fresh"
+
+    refused = chatgate("restore", str(newer), env=cli_env(CHATGATE_HOME=str(fresh)))
+
+    assert refused.returncode == 1
+    [line] = refused.stderr.strip().splitlines()
+    assert "schema revision 9999 is newer than this chatgate" in line
+    assert not fresh.exists()
