@@ -62,23 +62,27 @@ async def write_backup(settings: Settings, target: Path | None = None) -> Backup
     """Write the archive of ``settings.home`` to ``target`` (``default_archive`` if None)."""
     path = (target or default_archive(settings.home)).expanduser().resolve()
     database = sqlite_file(settings.database_url)
+    config, removed = secret_free_config(settings)
+    # An archive written into the home (not under backups/) is not part of the next one.
+    skipped = {path, path.with_name(path.name + ".partial")}
     with TemporaryDirectory(prefix="chatgate-backup-") as work:
-        members = _members(settings, Path(work), database)
-        manifest = await _manifest(settings, members)
+        members = _members(settings, Path(work), database, skipped)
+        if config is not None:
+            members["config.yaml"] = config.encode()
+        manifest = await _manifest(settings, members, removed)
         _write_archive(path, members, manifest)
     return BackupReport(path, manifest)
 
 
-def _members(settings: Settings, work: Path, database: Path | None) -> dict[str, Source]:
+def _members(
+    settings: Settings, work: Path, database: Path | None, skipped: set[Path]
+) -> dict[str, Source]:
     members: dict[str, Source] = {}
     if database is not None and database.exists():
         members[DATABASE] = _snapshot(database, work / DATABASE, "snapshot of the SessionDB")
-    config, _ = secret_free_config(settings)
-    if config is not None:
-        members["config.yaml"] = config.encode()
     for path in sorted(settings.home.rglob("*")):
         name = path.relative_to(settings.home).as_posix()
-        if not _archived(path, name, database):
+        if path.resolve() in skipped or not _archived(path, name, database):
             continue
         members[name] = _file(path, work / name, name)
     return members
@@ -109,7 +113,7 @@ def _snapshot(source: Path, target: Path, label: str) -> Path:
     return target
 
 
-async def _manifest(settings: Settings, members: dict[str, Source]) -> Manifest:
+async def _manifest(settings: Settings, members: dict[str, Source], removed: list[str]) -> Manifest:
     files = {name: data for name, data in members.items() if isinstance(data, bytes)}
     counts = file_counts(files)
     snapshot = members.get(DATABASE)
@@ -119,7 +123,6 @@ async def _manifest(settings: Settings, members: dict[str, Source]) -> Manifest:
         revision = schema_revision_of(snapshot)
     elif sqlite_file(settings.database_url) is None:
         kind, revision = "postgresql", await schema_revision(settings.database_url)
-    _, removed = secret_free_config(settings)
     checksums = {name: _checksum(data) for name, data in members.items()}
     return Manifest(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
