@@ -38,7 +38,8 @@ ChatgateError                  every error chatgate raises on purpose
 ├── TargetError                a cron delivery target cannot be used
 ├── PromptRefused              a cron run must not go ahead (``reason``, told to its target)
 ├── CuratorBusy                another curator pass is running on these skills
-├── BackupError                a skills snapshot is missing, damaged or unsafe to restore
+├── BackupError                a backup (of the home, or a skills snapshot) is missing,
+│                              damaged or unsafe to restore
 ├── TransitionError            a manual skill archive or restore cannot be done
 ├── RequestRefused             an HTTP request is answered with an error (``status``,
 │                              ``headers``, JSON ``body``)
@@ -325,7 +326,7 @@ class CuratorBusy(ChatgateError):
 
 
 class BackupError(ChatgateError):
-    """A snapshot is missing, damaged or unsafe to restore."""
+    """A backup archive or skills snapshot is missing, damaged or unsafe to restore."""
 
 
 class TransitionError(ChatgateError):

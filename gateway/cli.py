@@ -12,10 +12,12 @@ from rich.console import Console
 
 from core.errors import ChatgateError, ConfigError
 from gateway import log_privacy, platforms
+from gateway.backup_cli import register as register_backup
 from gateway.config import Settings, default_home, load_settings, starter_config
 from gateway.config_cli import config_app
 from gateway.cron_cli import cron_app
 from gateway.curator_cli import curator_app
+from gateway.db_cli import register as register_db
 from gateway.doctor_cli import register as register_doctor
 from gateway.memory_cli import memory_app
 from gateway.pairing_cli import pairing_app
@@ -42,6 +44,8 @@ app.add_typer(pairing_app, name="pairing")
 app.add_typer(config_app, name="config")
 register_status(app)
 register_doctor(app)
+register_backup(app)
+register_db(db_app)
 console = Console()
 err = Console(stderr=True)
 
@@ -130,9 +134,11 @@ def chat(
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply pending migrations."""
-    from gateway.runtime import migrate
+    from gateway.db_cli import upgrade_with_progress
 
-    asyncio.run(migrate(_settings()))
+    settings = _settings()
+    timeout = settings.database.busy_timeout_ms
+    asyncio.run(upgrade_with_progress(settings.database_url, busy_timeout_ms=timeout))
     console.print("database is up to date")
 
 

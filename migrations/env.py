@@ -13,6 +13,8 @@ def _run(connection: Connection) -> None:
         connection=connection,
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
+        # ``migrations.runner.upgrade``'s progress callback, per applied revision.
+        on_version_apply=context.config.attributes.get("on_version_apply", ()),
     )
     with context.begin_transaction():
         context.run_migrations()
