@@ -106,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1_000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--idle-worker-seconds", type=int, default=5)
+    parser.add_argument("--profile-out", type=Path, help="run the gateway under cProfile")
     args = parser.parse_args(argv)
-    args.wrap, args.profile_out = "", None  # what ``gateway_argv`` reads
+    args.wrap = ""  # what ``gateway_argv`` reads, beside ``profile_out``
     with tempfile.TemporaryDirectory(prefix="chatgate-idle-") as name:
         run(Path(name), args)
     return 0
