@@ -38,6 +38,7 @@ telegram:                  # on when TELEGRAM_BOT_TOKEN is set
   base_url: https://api.telegram.org/bot  # [CHATGATE_TELEGRAM_BASE_URL] a local Bot API server
   base_file_url: https://api.telegram.org/file/bot  # [CHATGATE_TELEGRAM_BASE_FILE_URL]
   # bot_token: ...         # [TELEGRAM_BOT_TOKEN] keep it in the environment
+  # webhook_secret: ...    # [CHATGATE_TELEGRAM_WEBHOOK_SECRET] for mode: webhook
 """
 
 
