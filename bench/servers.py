@@ -83,6 +83,10 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     def cpu_seconds(self) -> float:
         """User plus system CPU time used so far by the server's process group."""
         if self._proc is None:

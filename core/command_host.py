@@ -14,6 +14,7 @@ from core.store.records import InboxItem
 
 # /compact by hand summarises everything but the last exchange.
 MANUAL_KEEP = 2
+NO_SESSION = "Nothing to compact: this chat has no session yet."
 
 
 class CoreCommandHost:
@@ -46,11 +47,18 @@ class CoreCommandHost:
         return status.render([status.session_lines(row), *extras, status.model_lines(self._model)])
 
     async def compact_session(self, item: InboxItem) -> str:
+        if not await self._has_session(item):
+            return NO_SESSION  # /compact opens no session to find nothing in it
         state = await self._sessions.current(item)
         compacted = await self._sessions.compact(state, item, keep=MANUAL_KEEP)
         if compacted is None:
             return "Nothing to compact yet (or the model could not write the summary)."
         return compaction.NOTICE
+
+    async def _has_session(self, item: InboxItem) -> bool:
+        if self._sessions.cached(item.session_key) is not None:
+            return True
+        return await self._db.active_session(item.session_key) is not None
 
     def command_help(self) -> str:
         return self._commands.help_text()

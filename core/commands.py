@@ -6,12 +6,24 @@ generate their own lists from ``CommandRegistry.all()`` (``Inbox.command_menu``)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from core.messages import InboundMessage
 from core.store.records import InboxItem
+
+# What a person types as a command: ``/word`` or ``/word@botname``, then a space or the
+# end. ``/usr/bin is...`` is no command token: it reaches the model.
+_COMMAND_TOKEN = re.compile(r"/([a-z0-9_]+)(?:@\S+)?(?:\s|$)", re.IGNORECASE)
+UNKNOWN_COMMAND = "unknown command, see /help"
+
+
+def command_token(text: str) -> str | None:
+    """The ``/word`` ``text`` starts with (lower case, no ``@botname``), or None."""
+    match = _COMMAND_TOKEN.match(text.strip())
+    return match.group(1).lower() if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +94,8 @@ class CommandRegistry:
     def parse(self, text: str) -> Invocation | None:
         """The command ``text`` invokes and its argument text, or None for a plain message.
 
-        ``/cmd@botname`` is accepted; an unknown ``/word`` is a plain message, so paths
+        ``/cmd@botname`` is accepted; an unknown ``/word`` is no invocation here (a
+        skill may claim it; otherwise the turn answers ``UNKNOWN_COMMAND``), and paths
         like ``/etc/hosts`` still reach the model.
         """
         stripped = text.strip()
@@ -137,5 +150,6 @@ def builtin_commands() -> CommandRegistry:
     registry.register(
         Command("compact", "summarise older messages now to free the model's context", _compact)
     )
-    registry.register(Command("help", "list the commands", _help))
+    # /start: what some chat apps send when someone first opens a bot.
+    registry.register(Command("help", "list the commands", _help, ("start",)))
     return registry

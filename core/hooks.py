@@ -9,6 +9,9 @@ they were added:
 - ``turn_material(msg, session)``: text for this turn only, appended to the API copy of
   the user's message (recalled memory, a ``/skill``'s instructions), never stored as
   what the person wrote;
+- ``slash_claims(msg)``: whether a feature answers a ``/word`` that is no chat command
+  (``/<skill-name>``); a ``/word`` nothing claims is answered "unknown command", never
+  sent to the model;
 - ``turn_done(state, item, result)``: after a model turn committed its replies; a
   failing hook is logged and never touches the answer already given;
 - ``session_started(row)`` and ``session_ended(session_id)``: a session comes into use
@@ -45,6 +48,7 @@ class TurnStart:
 
 BeforeTurn = Callable[[TurnStart, InboxItem], Awaitable[None]]
 TurnMaterial = Callable[[InboundMessage, SessionRow], Awaitable[str | None]]
+SlashClaim = Callable[[InboundMessage], Awaitable[bool]]
 TurnDone = Callable[[SessionState, InboxItem, TurnResult], Awaitable[None]]
 SessionStarted = Callable[[SessionRow], Awaitable[None]]
 SessionEnded = Callable[[str], Awaitable[None]]
@@ -70,6 +74,7 @@ class TurnHooks:
 
     before_turn: list[BeforeTurn] = field(default_factory=list)
     turn_material: list[TurnMaterial] = field(default_factory=list)
+    slash_claims: list[SlashClaim] = field(default_factory=list)
     turn_done: list[TurnDone] = field(default_factory=list)
     session_started: list[SessionStarted] = field(default_factory=list)
     session_ended: list[SessionEnded] = field(default_factory=list)
@@ -91,6 +96,13 @@ class TurnHooks:
         if not extras:
             return None
         return "\n\n".join([msg.text, *extras])
+
+    async def claimed(self, msg: InboundMessage) -> bool:
+        """Whether a feature answers ``msg``'s ``/word`` (see ``slash_claims``)."""
+        for claim in self.slash_claims:
+            if await claim(msg):
+                return True
+        return False
 
     async def finished(self, state: SessionState, item: InboxItem, result: TurnResult) -> None:
         for hook in self.turn_done:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.clock import Clock
-from core.commands import STOP, CommandHost, Invocation
+from core.commands import STOP, UNKNOWN_COMMAND, CommandHost, Invocation, command_token
 from core.errors import (
     ModelError,
     ModelRequestError,
@@ -107,6 +107,8 @@ class TurnProcessor:
         if work.command is not None:
             return await self._command(work.item, work.command)
         item = work.item
+        if await self._unknown_command(item):
+            return await self._finish(self._reply_only(item, UNKNOWN_COMMAND))
         started = self._clock.now()
         start = await self._hooks.prepare(TurnStart(await self._sessions.current(item)), item)
         state = start.state
@@ -138,11 +140,19 @@ class TurnProcessor:
     async def stopped(self, work: Work, *, stopped: bool) -> TurnReplies:
         """Answer a ``/stop``: whether it cancelled a running turn."""
         text = "Stopped." if stopped else "Nothing is running."
-        outcome = TurnOutcome(
-            item=work.item, status="done", processed_at=self._clock.now(), replies=[text]
-        )
         self._stats.commands[STOP] += 1
-        return await self._finish(outcome)
+        return await self._finish(self._reply_only(work.item, text))
+
+    async def _unknown_command(self, item: InboxItem) -> bool:
+        """A ``/word`` no command and no feature (a skill) answers: the model never sees it."""
+        if command_token(item.message.text) is None or await self._hooks.claimed(item.message):
+            return False
+        self._stats.commands["unknown"] += 1
+        return True
+
+    def _reply_only(self, item: InboxItem, text: str) -> TurnOutcome:
+        """An answer outside any session: no transcript, no session opened."""
+        return TurnOutcome(item=item, status="done", processed_at=self._clock.now(), replies=[text])
 
     async def _run_turn(self, state: SessionState, item: InboxItem) -> TurnResult:
         msg = item.message

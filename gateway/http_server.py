@@ -4,6 +4,9 @@ Bounded: every request must arrive whole within ``server.read_timeout_seconds``
 (``gateway.http_protocol``), and at most ``server.max_connections`` connections are
 served at once; past that uvicorn answers ``503`` (its ``limit_concurrency``).
 
+Logged: one access line per request, the health probes at DEBUG
+(``gateway.access_log``).
+
 Stopped gracefully: on SIGTERM or SIGINT the server goes on listening while ``drain``
 runs (``gateway.app.drain``: intake stops, the webhook answers ``503`` with
 ``Retry-After``, running turns get ``server.shutdown_grace`` seconds, the rest are
@@ -30,6 +33,7 @@ from typing import Any, TypeVar
 import uvicorn
 
 from core.tasks import TaskSet
+from gateway import access_log
 from gateway.http_protocol import ReadDeadlineProtocol, with_read_timeout
 from gateway.settings import ServerSettings
 
@@ -129,6 +133,7 @@ async def serve(
     stop: asyncio.Event | None = None,
 ) -> bool:
     """Serve ``app`` until a stop signal or ``stop``; False when the server never started."""
+    access_log.install()  # health probes at DEBUG, other requests at INFO
     instance = GracefulServer(server_config(app, server), drain, stop)
     await instance.serve()
     return instance.started

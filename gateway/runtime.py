@@ -253,6 +253,7 @@ def _add(core: Core, scheduler: Scheduler, c: Contribution) -> None:
     hooks.prompt_blocks.extend(c.prompt_blocks)
     hooks.before_turn.extend(c.before_turn)
     hooks.turn_material.extend(c.turn_material)
+    hooks.slash_claims.extend(c.slash_claims)
     hooks.turn_done.extend(c.turn_done)
     hooks.session_started.extend(c.session_started)
     hooks.session_ended.extend(c.session_ended)

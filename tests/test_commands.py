@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.commands import builtin_commands
+from core.commands import builtin_commands, command_token
 
 
 @pytest.mark.parametrize(
@@ -26,6 +26,22 @@ def test_known_commands_parse(text: str, name: str, args: str) -> None:
 @pytest.mark.parametrize("text", ["hello", "/etc/hosts is broken", "what does /new do?", "/"])
 def test_other_text_is_a_plain_message(text: str) -> None:
     assert builtin_commands().parse(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("/frobnicate now", "frobnicate"),
+        ("  /Deploy_2@chatgate_bot", "deploy_2"),
+        ("/tmp", "tmp"),
+        ("/usr/bin is full", None),
+        ("/release-notes", None),  # not a command token; a skill may still claim it
+        ("what does /new do?", None),
+        ("/", None),
+    ],
+)
+def test_command_tokens(text: str, token: str | None) -> None:
+    assert command_token(text) == token
 
 
 def test_help_lists_every_command_and_alias() -> None:

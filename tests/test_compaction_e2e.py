@@ -83,12 +83,21 @@ async def test_compact_by_hand_and_the_chat_goes_on_after_a_restart(
     assert replay[-1] == "what were the words?"
 
 
-async def test_nothing_to_compact_in_a_fresh_session(
+async def test_compact_opens_no_session_and_leaves_a_fresh_one_alone(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     async with running_gateway(home, fake_openai.gateway_env()) as gw:
-        reply = await gw.say("/compact")
+        without = await gw.say("/compact")
+        rows_without = await session_rows(gw)
+        await gw.say("hello")
+        fresh = await gw.say("/compact")
         rows = await session_rows(gw)
 
-    assert "Nothing to compact" in reply.json()["replies"][0]["text"]
-    assert [r[2] for r in rows] == [None]
+    assert without.json()["replies"][0]["text"] == (
+        "Nothing to compact: this chat has no session yet."
+    )
+    assert without.json()["session_id"] is None
+    assert rows_without == []  # /compact opened no session
+    assert "Nothing to compact yet" in fresh.json()["replies"][0]["text"]
+    assert [r[2] for r in rows] == [None]  # the one session, no compacted child
+    assert len(fake_openai.requests) == 1  # "hello"; no summary was asked for

@@ -36,6 +36,9 @@ discord:                   # on when DISCORD_BOT_TOKEN is set
   watchdog_silence_seconds: 300   # probe after this long without an event (0: off)
   slash_commands: true     # register /new, /status, ... as slash commands
   max_file_bytes: 20000000
+  api_base: https://discord.com/api/v10  # [CHATGATE_DISCORD_API_BASE]
+  gateway_url: wss://gateway.discord.gg/  # [CHATGATE_DISCORD_GATEWAY_URL]
+  # bot_token: ...         # [DISCORD_BOT_TOKEN] keep it in the environment
 """
 
 

@@ -35,6 +35,11 @@ telegram:                  # on when TELEGRAM_BOT_TOKEN is set
   handle_edits: false
   max_backlog_age: 3600    # seconds; older queued updates are skipped with one notice
   max_file_bytes: 20000000
+  poll_timeout_seconds: 30 # long-poll wait of each getUpdates call (0-50)
+  base_url: https://api.telegram.org/bot  # [CHATGATE_TELEGRAM_BASE_URL] a local Bot API server
+  base_file_url: https://api.telegram.org/file/bot  # [CHATGATE_TELEGRAM_BASE_FILE_URL]
+  # bot_token: ...         # [TELEGRAM_BOT_TOKEN] keep it in the environment
+  # webhook_secret: ...    # [CHATGATE_TELEGRAM_WEBHOOK_SECRET] for mode: webhook
 """
 
 

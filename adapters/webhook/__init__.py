@@ -29,12 +29,14 @@ webhook:
   allow_unsigned: false    # start on a non-loopback host without a secret
   sessions_per_user: false # each user of a chat gets their own session
   owners: []               # user ids of the bot's owners (approve writes in chat)
+  dm_policy: pairing       # not applied: the secret authenticates webhook requests
+  group_policy: allowlist  # not applied, as dm_policy
   rate_limit_per_minute: 0  # messages a chat may send a minute, the rest wait (0: no limit)
   routes: {}               # per-route settings, e.g.
   #   support:
   #     secret: ...        # overrides the global secret for /webhook/support
-  #     system_message: "You answer customer questions about ACME routers."
-  #     workspace: /srv/acme  # project context for this route's sessions
+  #     system_message: null  # e.g. "You answer customer questions about ACME routers."
+  #     workspace: null    # e.g. /srv/acme: project context for this route's sessions
 """
 
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.skills.library import load_library
+from core.skills.library import Skill, load_library
 from core.skills.usage import SkillUsage
 
 _SLASH = re.compile(r"^/([a-z0-9][a-z0-9._-]{0,63})(?:@\S+)?(?:\s|$)")
@@ -29,14 +29,10 @@ def skill_material(
     disabled: Collection[str] = (),
 ) -> tuple[str, str] | None:
     """``(skill name, fenced block)`` when ``text`` starts with ``/<visible skill>``."""
-    match = _SLASH.match(text.strip())
-    if match is None:
-        return None
-    library = load_library(
-        skills_dir, platform=platform, enabled_tools=enabled_tools, disabled=disabled
+    skill = invoked_skill(
+        skills_dir, text, platform=platform, enabled_tools=enabled_tools, disabled=disabled
     )
-    skill = library.get(match.group(1))
-    if skill is None or not skill.visible or skill.broken:
+    if skill is None:
         return None
     body = (skill.path / "SKILL.md").read_text(encoding="utf-8", errors="replace")
     # Neutralise anything that could close the fence early.
@@ -47,6 +43,46 @@ def skill_material(
         f"{body.strip()}\n</skill-context>"
     )
     return skill.name, block
+
+
+def invoked_skill(
+    skills_dir: Path,
+    text: str,
+    *,
+    platform: str,
+    enabled_tools: Collection[str],
+    disabled: Collection[str] = (),
+) -> Skill | None:
+    """The visible, unbroken skill ``text``'s ``/<name>`` invokes, or None (blocking)."""
+    match = _SLASH.match(text.strip())
+    if match is None:
+        return None
+    library = load_library(
+        skills_dir, platform=platform, enabled_tools=enabled_tools, disabled=disabled
+    )
+    skill = library.get(match.group(1))
+    if skill is None or not skill.visible or skill.broken:
+        return None
+    return skill
+
+
+def slash_claim(
+    skills_dir: Path, disabled: Collection[str], enabled_tools: Callable[[], Collection[str]]
+) -> Callable[[str, str], Awaitable[bool]]:
+    """Whether ``(text, platform)`` invokes a skill: its ``/word`` is then no unknown command."""
+
+    def claims_blocking(text: str, platform: str) -> bool:
+        found = invoked_skill(
+            skills_dir, text, platform=platform, enabled_tools=enabled_tools(), disabled=disabled
+        )
+        return found is not None
+
+    async def claims(text: str, platform: str) -> bool:
+        if _SLASH.match(text.strip()) is None:
+            return False
+        return await asyncio.to_thread(claims_blocking, text, platform)
+
+    return claims
 
 
 def slash_loader(

@@ -28,6 +28,7 @@ from core.hooks import (
     PromptBlock,
     SessionEnded,
     SessionStarted,
+    SlashClaim,
     StatusLines,
     TurnDone,
     TurnMaterial,
@@ -75,6 +76,7 @@ class Contribution:
     prompt_blocks: Sequence[PromptBlock] = ()
     before_turn: Sequence[BeforeTurn] = ()
     turn_material: Sequence[TurnMaterial] = ()
+    slash_claims: Sequence[SlashClaim] = ()
     turn_done: Sequence[TurnDone] = ()
     session_started: Sequence[SessionStarted] = ()
     session_ended: Sequence[SessionEnded] = ()

@@ -15,11 +15,11 @@ from contextlib import asynccontextmanager
 from pydantic import Field
 
 from adapters.platform import Section
-from core.hooks import INDEX_BLOCKS, PromptBlock, TurnMaterial
+from core.hooks import INDEX_BLOCKS, PromptBlock, SlashClaim, TurnMaterial
 from core.messages import InboundMessage
 from core.skills.approval import SkillApprovals
 from core.skills.commands import skill_commands
-from core.skills.slash import slash_loader
+from core.skills.slash import slash_claim, slash_loader
 from core.skills.tools import SKILL_TOOL_NAMES, SkillTools
 from core.store.records import SessionRow
 from core.tools import ToolRegistry
@@ -80,6 +80,7 @@ class Skills:
                 PromptBlock(lambda msg: [tools.index(msg.platform, registry.names())], INDEX_BLOCKS)
             ],
             turn_material=[_slash_skills(ctx, s, registry)],
+            slash_claims=[_skill_claims(ctx, s, registry)],
         )
 
 
@@ -91,6 +92,16 @@ def _slash_skills(ctx: FeatureContext, s: SkillsSettings, registry: ToolRegistry
         return await load(msg.text, msg.platform)
 
     return material
+
+
+def _skill_claims(ctx: FeatureContext, s: SkillsSettings, registry: ToolRegistry) -> SlashClaim:
+    """``/<skill-name>`` is the skill's, not an unknown command."""
+    claims = slash_claim(ctx.settings.home / "skills", s.disabled, registry.names)
+
+    async def claim(msg: InboundMessage) -> bool:
+        return await claims(msg.text, msg.platform)
+
+    return claim
 
 
 def build(settings: Settings) -> Skills | None:

@@ -1,0 +1,118 @@
+"""Resident memory per idle chat: what ``chatgate run`` keeps after many chats spoke once.
+
+Starts the gateway (offline model, SQLite, a temporary home, ``--idle-worker-seconds``
+so each chat's worker exits soon after its turn), warms it with ``--warmup`` chats,
+notes its resident memory (``VmRSS``), then has ``--chats`` new chats send one message
+each over ``--concurrency`` connections. Memory is read right after the last reply and
+again once every chat's worker has exited (``chatgate_active_lanes`` 0): the second
+figure, minus the warm one, divided by the chats, is what an idle chat costs.
+
+    .venv/bin/python bench/idle_sessions.py [--chats 100000] [--concurrency 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make the ``bench`` package importable
+    sys.path.insert(0, str(ROOT))
+
+from bench.loadgen import RawPoster, Target, check_reply  # noqa: E402
+from bench.servers import HOST, ServerProcess, free_port  # noqa: E402
+from bench.startup import rss_mib  # noqa: E402
+from bench.throughput import gateway_argv, gateway_env, scrape  # noqa: E402
+
+LANES_TIMEOUT_SECONDS = 120.0
+
+
+async def _one_chat_each(poster: RawPoster, target: Target, chats: range) -> None:
+    for chat in chats:
+        message_id = f"idle-{chat}"
+        body = {"chat_id": f"idle-{chat}", "user_id": f"u{chat}", "text": "hello"}
+        payload = json.dumps({**body, "message_id": message_id}).encode()
+        status, answer = await poster.post(target.path, payload, {})
+        check_reply(status, answer, message_id)
+
+
+async def drive(target: Target, first: int, count: int, concurrency: int) -> float:
+    """``count`` chats from ``first`` on, one turn each; returns turns per second."""
+    posters = [RawPoster(target.host, target.port) for _ in range(concurrency)]
+    stop = first + count
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(
+            *(
+                _one_chat_each(p, target, range(first + i, stop, concurrency))
+                for i, p in enumerate(posters)
+            )
+        )
+    finally:
+        for poster in posters:
+            await poster.aclose()
+    return count / (time.perf_counter() - started)
+
+
+def wait_lanes_idle(url: str) -> float:
+    """Seconds until no chat has a live worker (bounded poll of ``/metrics``)."""
+    started = time.monotonic()
+    while scrape(url).get("chatgate_active_lanes", 0) > 0:
+        if time.monotonic() - started > LANES_TIMEOUT_SECONDS:
+            raise RuntimeError("chat workers still alive")
+        time.sleep(0.5)  # another process: no event to wait on
+    return time.monotonic() - started
+
+
+def run(home: Path, args: argparse.Namespace) -> None:
+    config = f"sessions:\n  idle_worker_seconds: {args.idle_worker_seconds}\n"
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    port = free_port()
+    server = ServerProcess(
+        "gateway",
+        gateway_argv(args),
+        port=port,
+        log_path=home / "gateway.log",
+        env=gateway_env(home, port),
+        cwd=ROOT,
+    )
+    target = Target("gateway", HOST, port)
+    with server:
+        pid = server.pid
+        assert pid is not None
+        asyncio.run(drive(target, 0, args.warmup, args.concurrency))
+        wait_lanes_idle(server.url)
+        warm = rss_mib(pid)
+        rate = asyncio.run(drive(target, args.warmup, args.chats, args.concurrency))
+        loaded = rss_mib(pid)
+        waited = wait_lanes_idle(server.url)
+        idle = rss_mib(pid)
+    per_chat = (idle - warm) * 1024 * 1024 / args.chats
+    print(f"{args.chats} chats, one turn each, at {rate:.0f} turns/s ({args.concurrency} at once)")
+    print(f"RSS warm ({args.warmup} chats):       {warm:8.1f} MiB")
+    print(f"RSS after the last reply:      {loaded:8.1f} MiB")
+    print(f"RSS with every worker exited:  {idle:8.1f} MiB (after {waited:.0f} s)")
+    print(f"per idle chat:                 {per_chat:8.0f} bytes")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chats", type=int, default=100_000)
+    parser.add_argument("--warmup", type=int, default=1_000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--idle-worker-seconds", type=int, default=5)
+    parser.add_argument("--profile-out", type=Path, help="run the gateway under cProfile")
+    args = parser.parse_args(argv)
+    args.wrap = ""  # what ``gateway_argv`` reads, beside ``profile_out``
+    with tempfile.TemporaryDirectory(prefix="chatgate-idle-") as name:
+        run(Path(name), args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
