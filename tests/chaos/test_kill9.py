@@ -35,7 +35,9 @@ KILLS = 5
 # recovers can finish before the next kill (else the crash-loop guard would rightly
 # set a message aside after 3 kills in a row, and the counts would mean less).
 MIN_GAP = 200
-DEADLINE_SECONDS = 150.0
+# A bound, not a budget: six process starts dominate, and a clean clone's first start
+# compiles every module while CI may share two cores (150 s was exceeded there).
+DEADLINE_SECONDS = 300.0
 
 
 @dataclass
