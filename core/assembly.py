@@ -22,6 +22,7 @@ from core.ingress import Ingress, SessionPolicy
 from core.ledger import DeliveryLedger
 from core.messages import ChatTarget, OutboundMessage
 from core.models.base import ModelClient
+from core.models.observed import ObservedModel
 from core.outbox import Outbox
 from core.pair_command import pair_command
 from core.pairing import Pairings
@@ -76,6 +77,8 @@ class Core:
         *,
         caller_context_for: CallerContextFor,
     ) -> None:
+        self.stats = CoreStats()
+        model = ObservedModel(model, self.stats)
         self.model = model
         self.hooks = hooks
         self.tools = ToolRegistry()
@@ -83,7 +86,6 @@ class Core:
         self.pairings = Pairings(db.pairing, clock)
         self.access = AccessPolicy(settings.access, self.pairings, clock)
         self.commands.register(pair_command(self.pairings))
-        self.stats = CoreStats()
         runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
         self.sessions = SessionKeeper(
             db,
@@ -95,7 +97,7 @@ class Core:
             caller_context_for=caller_context_for,
             cache_size=settings.session_cache_size,
         )
-        self.outbox = Outbox(db, clock, senders)
+        self.outbox = Outbox(db, clock, senders, self.stats)
         host = CoreCommandHost(db, self.sessions, self.commands, hooks, model, self.access)
         self._watch = TurnWatch(
             self.outbox,
@@ -138,6 +140,7 @@ class Core:
             settings.sessions,
             self.access,
             limiter,
+            clock,
         )
 
     @property

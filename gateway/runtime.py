@@ -232,7 +232,7 @@ async def _enter(stack: AsyncExitStack, gateway: Gateway, feature: Feature, cloc
         settings=gateway.settings,
         db=gateway.db,
         skills=gateway.skills,
-        model=gateway.model,
+        model=gateway.core.model,  # timed and counted for /metrics
         clock=clock,
         core=gateway.core,
         scheduler=gateway.scheduler,
