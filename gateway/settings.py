@@ -44,6 +44,9 @@ class ServerSettings(Section):
 class LoggingSettings(Section):
     # Let library loggers that carry message text log at DEBUG (secrets stay redacted).
     log_bodies: bool = False
+    # text: one line for people; json: one JSON object a line (ts, level, logger, msg,
+    # turn_id, exc). Both carry the turn id (``gateway.log_format``).
+    format: Literal["text", "json"] = "text"
 
 
 class DatabaseSettings(Section):
@@ -208,6 +211,7 @@ CORE_ENV: dict[str, str] = {
     "CHATGATE_PORT": "server.port",
     "CHATGATE_LOG_LEVEL": "server.log_level",
     "CHATGATE_LOG_BODIES": "logging.log_bodies",
+    "CHATGATE_LOG_FORMAT": "logging.format",
     "CHATGATE_DATABASE_URL": "database.url",
     "CHATGATE_RECOVERY__MAX_AGE": "recovery.max_age",
     "CHATGATE_RECOVERY__PROBE_MAX_SECONDS": "recovery.probe_max_seconds",
