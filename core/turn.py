@@ -8,6 +8,8 @@ commits the whole turn in one transaction (or nothing, when the model fails).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -15,6 +17,8 @@ from core.clock import Clock
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ToolCall
 from core.store.records import NewMessage, StoredMessage
 from core.tools import ToolContext, ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -109,7 +113,9 @@ class TurnRunner:
         )
 
     async def _run_tool(self, result: TurnResult, call: ToolCall, ctx: ToolContext) -> None:
+        started = time.perf_counter()
         output = await self.tools.run(call, ctx)
+        log.debug("tool call: name=%s seconds=%.3f", call.name, time.perf_counter() - started)
         result.messages.append(
             NewMessage(
                 role="tool",
