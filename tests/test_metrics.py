@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from adapters import registry
+from tests import testroom_platform
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.test_webhook_e2e import until, write_config
@@ -97,6 +101,36 @@ async def test_no_family_has_a_label_naming_a_chat_or_a_person(
     chatgate = [f for name, f in families.items() if name.startswith("chatgate_")]
     labels = {label for f in chatgate for s in f.samples for label in s.labels}
     assert labels <= ALLOWED_LABELS
+
+
+@pytest.fixture
+def testroom() -> Iterator[None]:
+    registry.register(testroom_platform.SPEC)
+    try:
+        yield
+    finally:
+        registry.unregister(testroom_platform.NAME)
+
+
+@pytest.mark.usefixtures("testroom")
+async def test_a_pushed_reply_is_counted_and_timed_and_a_broken_adapter_shows(home: Path) -> None:
+    async with running_gateway(home, {}) as gw:
+        said = await gw.client.post("/testroom/say", json={"text": "hello room"})
+        assert said.status_code == 200
+        before = await scrape(gw)
+        room = gw.gateway.adapters[testroom_platform.NAME]
+        assert isinstance(room, testroom_platform.RoomAdapter)
+        room.broken = True
+        after = await scrape(gw)
+
+    deliveries = before["chatgate_deliveries"]
+    sent = value(deliveries, "chatgate_deliveries_total", platform="testroom", outcome="sent")
+    assert sent == 1
+    timed = before["chatgate_delivery_duration_seconds"]
+    assert value(timed, "chatgate_delivery_duration_seconds_count", platform="testroom") == 1
+    connected = "chatgate_adapter_connected"
+    assert value(before[connected], connected, platform="testroom") == 1
+    assert value(after[connected], connected, platform="testroom") == 0
 
 
 def dashboard_metric_names() -> set[str]:
