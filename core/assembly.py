@@ -33,6 +33,7 @@ from core.router import SessionRouter
 from core.sessions import CallerContextFor, SessionKeeper
 from core.stats import CoreStats
 from core.store.db import SessionDB
+from core.telemetry import NO_TELEMETRY, Telemetry
 from core.tools import ToolRegistry
 from core.turn import TurnRunner
 from core.turn_commit import CommitPolicy, TurnCommitter
@@ -76,9 +77,10 @@ class Core:
         settings: CoreSettings,
         *,
         caller_context_for: CallerContextFor,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.stats = CoreStats()
-        model = ObservedModel(model, self.stats)
+        model = ObservedModel(model, self.stats, telemetry)
         self.model = model
         self.hooks = hooks
         self.tools = ToolRegistry()
@@ -86,7 +88,13 @@ class Core:
         self.pairings = Pairings(db.pairing, clock)
         self.access = AccessPolicy(settings.access, self.pairings, clock)
         self.commands.register(pair_command(self.pairings))
-        runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
+        runner = TurnRunner(
+            model,
+            self.tools,
+            clock,
+            max_iterations=settings.max_iterations,
+            telemetry=telemetry,
+        )
         self.sessions = SessionKeeper(
             db,
             model,

@@ -14,6 +14,7 @@ import time
 from core.errors import ModelError, ModelRequestError, ModelTimeout, RateLimited
 from core.models.base import ModelClient, ModelReply, ModelRequest
 from core.stats import CoreStats
+from core.telemetry import NO_TELEMETRY, ModelCall, Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +33,12 @@ def error_kind(exc: ModelError) -> str:
 class ObservedModel:
     """A ``ModelClient`` that reports each call of ``inner`` to ``stats``."""
 
-    def __init__(self, inner: ModelClient, stats: CoreStats) -> None:
+    def __init__(
+        self, inner: ModelClient, stats: CoreStats, telemetry: Telemetry = NO_TELEMETRY
+    ) -> None:
         self._inner = inner
         self._stats = stats
+        self._telemetry = telemetry
 
     @property
     def provider(self) -> str:
@@ -49,11 +53,15 @@ class ObservedModel:
         try:
             reply = await self._inner.complete(request)
         except ModelError as exc:
-            self._observe(started)
-            self._stats.model_errors[self.provider, error_kind(exc)] += 1
-            log.debug("model call failed: provider=%s kind=%s", self.provider, error_kind(exc))
+            kind = error_kind(exc)
+            self._telemetry.model_call(self._call(self._observe(started), error=kind))
+            self._stats.model_errors[self.provider, kind] += 1
+            log.debug("model call failed: provider=%s kind=%s", self.provider, kind)
             raise
         seconds = self._observe(started)
+        self._telemetry.model_call(
+            self._call(seconds, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens)
+        )
         log.debug(
             "model call: provider=%s model=%s seconds=%.3f tokens_in=%d tokens_out=%d",
             self.provider,
@@ -63,6 +71,16 @@ class ObservedModel:
             reply.output_tokens,
         )
         return reply
+
+    def _call(
+        self,
+        seconds: float,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        error: str | None = None,
+    ) -> ModelCall:
+        return ModelCall(self.provider, self.model, seconds, input_tokens, output_tokens, error)
 
     def _observe(self, started: float) -> float:
         seconds = time.perf_counter() - started
