@@ -28,7 +28,7 @@ from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
 from core.tasks import TaskSet
-from core.turn_context import bind
+from core.turn_context import scope
 from core.turns import TurnProcessor, Work
 
 log = logging.getLogger(__name__)
@@ -93,16 +93,20 @@ class Ingress:
             return turned_away
         key = session_key(msg, group_sessions_per_user=self._policy.per_user(msg.platform))
         accepted = await self._db.accept(msg, key)
-        bind(accepted.item.id)
+        with scope(accepted.item.id):
+            await self._queue(accepted)
+        return accepted
+
+    async def _queue(self, accepted: Accepted) -> None:
+        platform = accepted.item.message.platform
         if not accepted.created:
-            log.debug("inbound redelivery ignored: platform=%s", msg.platform)
-            self._stats.duplicates[msg.platform] += 1
-            return accepted
-        self._stats.inbound[msg.platform] += 1
-        log.debug("inbound accepted: platform=%s", msg.platform)
+            log.debug("inbound redelivery ignored: platform=%s", platform)
+            self._stats.duplicates[platform] += 1
+            return
+        self._stats.inbound[platform] += 1
+        log.debug("inbound accepted: platform=%s", platform)
         if self._accepting and self._dispatch(accepted.item, paced=True):
             await self._limiter.notify(accepted.item)
-        return accepted
 
     async def recover(self, up_to: int | None = None) -> int:
         """Queue every message accepted before a restart but never processed.

@@ -19,6 +19,7 @@ from core.clock import Clock
 from core.messages import OutboundMessage
 from core.stats import CoreStats
 from core.tasks import TaskSet
+from core.turn_context import scope
 
 if TYPE_CHECKING:  # only annotations: adapters import the protocol without the store
     from core.store.db import SessionDB
@@ -57,7 +58,8 @@ class Ledger:
             return
         for reply in replies:
             self._stats.deliveries[reply.platform, "pulled"] += 1
-        log.debug("delivered %d repl(ies): platform=%s", len(replies), replies[0].platform)
+            with scope(reply.inbox_id):
+                log.debug("delivered reply %s: platform=%s", reply.id, reply.platform)
         start_flush = not self._pending
         self._pending.extend(r.id for r in replies)
         if start_flush:

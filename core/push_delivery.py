@@ -23,7 +23,7 @@ from core.retry import Backoff
 from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.tasks import TaskSet
-from core.turn_context import bind
+from core.turn_context import scope
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +112,10 @@ class PushDelivery:
             chat = (reply.chat_id, reply.thread_id)
             if chat in held:
                 continue  # keep this chat's order: it waits for the failed one
-            if reply.inbox_id is not None:  # a retry's lines name the turn they finish
-                bind(reply.inbox_id)
             started = time.perf_counter()
             try:
-                platform_ids.append(await adapter.send(reply))
+                with scope(reply.inbox_id):  # a retry's lines name the turn they finish
+                    platform_ids.append(await adapter.send(reply))
             except Undeliverable as exc:
                 log.warning("reply %s to %s can never be delivered: %s", reply.id, platform, exc)
                 self._stats.deliveries[platform, "undeliverable"] += 1
@@ -143,7 +142,8 @@ class PushDelivery:
     def _sent(self, platform: str, reply: OutboundMessage, seconds: float) -> None:
         self._stats.deliveries[platform, "sent"] += 1
         self._stats.delivery_seconds.observe((platform,), seconds)
-        log.debug("delivered reply %s: platform=%s seconds=%.3f", reply.id, platform, seconds)
+        with scope(reply.inbox_id):
+            log.debug("delivered reply %s: platform=%s seconds=%.3f", reply.id, platform, seconds)
 
     def _retry_later(self, platform: str) -> None:
         if platform not in self._retrying:

@@ -2,21 +2,31 @@
 
 A turn's id is its inbox row's id: the same from the moment a message is accepted,
 through its model calls and tools, to the delivery of its replies, and again when a
-restart runs it once more. It lives in a context variable: the adapter's task that
-accepted the message, the lane worker that runs its turn and the tasks those start each
-carry it, and ``gateway.log_format`` adds it to every record.
+restart runs it once more. It lives in a context variable, set for the span of each
+piece of work (``scope``) in the task doing it: the adapter's task while it accepts the
+message, the lane worker while it runs the turn (and the tasks it starts meanwhile), the
+delivery of each reply; ``gateway.log_format`` adds it to every record. Outside a scope a
+task's lines carry no turn id rather than a stale one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 _TURN_ID: ContextVar[str | None] = ContextVar("chatgate_turn_id", default=None)
 
 
-def bind(inbox_id: int) -> None:
-    """From here on (in this task and the tasks it starts), the work is for this turn."""
-    _TURN_ID.set(str(inbox_id))
+@contextmanager
+def scope(inbox_id: int | None) -> Iterator[None]:
+    """Within this block (and the tasks started in it), the work is for this turn
+    (None: for no turn)."""
+    token = _TURN_ID.set(None if inbox_id is None else str(inbox_id))
+    try:
+        yield
+    finally:
+        _TURN_ID.reset(token)
 
 
 def current() -> str | None:

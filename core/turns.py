@@ -36,7 +36,7 @@ from core.store.records import InboxItem, NewMessage, TurnOutcome, TurnReplies
 from core.tools import ToolContext
 from core.turn import TurnResult, TurnRunner
 from core.turn_commit import TurnCommitter
-from core.turn_context import bind
+from core.turn_context import scope
 from core.turn_watch import TurnWatch
 
 log = logging.getLogger(__name__)
@@ -97,8 +97,11 @@ class TurnProcessor:
     async def handle(self, work: Work) -> TurnReplies:
         """Run ``work``'s command or model turn and commit what it produced; run it again
         if the store could not write before it had an outcome (module docstring)."""
-        bind(work.id)
-        self._waited(work)
+        with scope(work.id):
+            self._waited(work)
+            return await self._handle_until_stored(work)
+
+    async def _handle_until_stored(self, work: Work) -> TurnReplies:
         backoff = self._commits.backoff()
         while True:
             try:

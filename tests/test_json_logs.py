@@ -81,7 +81,7 @@ async def test_one_turn_id_from_inbound_through_model_and_tool_to_delivery(
     assert turn_ids(lines, "core.models.observed", "model call") == both
     assert turn_ids(lines, "core.turn", "tool call: name=add") == {first}
     assert turn_ids(lines, "core.turns", "turn done") == both
-    assert turn_ids(lines, "core.ledger", "delivered 1") == both
+    assert turn_ids(lines, "core.ledger", "delivered reply") == both
     assert BODY not in out.getvalue()
     assert "sk-test-secret-key" not in out.getvalue()
 
