@@ -51,9 +51,12 @@ class _NoNotes:
         return None
 
 
+_NO_NOTES = _NoNotes()
+
+
 class _NoTelemetry:
     def agent(self, provider: str, model: str) -> AbstractContextManager[AgentNotes]:
-        return nullcontext(_NoNotes())
+        return nullcontext(_NO_NOTES)
 
     def tool(self, name: str, call_id: str) -> AbstractContextManager[object]:
         return nullcontext()

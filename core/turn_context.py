@@ -11,22 +11,25 @@ task's lines carry no turn id rather than a stale one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 _TURN_ID: ContextVar[str | None] = ContextVar("chatgate_turn_id", default=None)
 
 
-@contextmanager
-def scope(inbox_id: int | None) -> Iterator[None]:
+class scope:  # lower case: read like a function, ``with scope(item.id):``
     """Within this block (and the tasks started in it), the work is for this turn
-    (None: for no turn)."""
-    token = _TURN_ID.set(None if inbox_id is None else str(inbox_id))
-    try:
-        yield
-    finally:
-        _TURN_ID.reset(token)
+    (None: for no turn). A class, not ``@contextmanager``: it runs several times a turn."""
+
+    __slots__ = ("_token", "_value")
+
+    def __init__(self, inbox_id: int | None) -> None:
+        self._value = None if inbox_id is None else str(inbox_id)
+
+    def __enter__(self) -> None:
+        self._token = _TURN_ID.set(self._value)
+
+    def __exit__(self, *exc: object) -> None:
+        _TURN_ID.reset(self._token)
 
 
 def current() -> str | None:
