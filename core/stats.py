@@ -61,10 +61,6 @@ class Histograms:
         histogram.observe(max(0.0, value))
 
 
-def _histograms(bounds: tuple[float, ...]) -> Histograms:
-    return Histograms(bounds)
-
-
 @dataclass(slots=True)
 class CoreStats:
     inbound: Counter[str] = field(default_factory=Counter)
@@ -73,14 +69,14 @@ class CoreStats:
     # (platform, outcome: done | failed | cancelled)
     turns: Counter[tuple[str, str]] = field(default_factory=Counter)
     commands: Counter[str] = field(default_factory=Counter)
-    # (provider, kind: timeout | rate_limited | unavailable | refused | other)
+    # (provider, kind: timeout | rate_limited | unavailable | refused)
     model_errors: Counter[tuple[str, str]] = field(default_factory=Counter)
     # (platform, outcome: sent | retry | undeliverable | pulled)
     deliveries: Counter[tuple[str, str]] = field(default_factory=Counter)
-    turn_seconds: Histograms = field(default_factory=lambda: _histograms(TURN_BUCKETS))
-    model_seconds: Histograms = field(default_factory=lambda: _histograms(CALL_BUCKETS))
-    delivery_seconds: Histograms = field(default_factory=lambda: _histograms(SEND_BUCKETS))
-    inbox_wait_seconds: Histograms = field(default_factory=lambda: _histograms(WAIT_BUCKETS))
+    turn_seconds: Histograms = field(default_factory=lambda: Histograms(TURN_BUCKETS))
+    model_seconds: Histograms = field(default_factory=lambda: Histograms(CALL_BUCKETS))
+    delivery_seconds: Histograms = field(default_factory=lambda: Histograms(SEND_BUCKETS))
+    inbox_wait_seconds: Histograms = field(default_factory=lambda: Histograms(WAIT_BUCKETS))
 
     def observe_turn(self, platform: str, outcome: str, seconds: float) -> None:
         self.turns[platform, outcome] += 1
