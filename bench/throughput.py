@@ -187,8 +187,9 @@ def bench_gateway(
     with server:
         warm_and_run = measure(server, run, args)
         metrics = scrape(server.url)
-    commits = int(metrics.get("chatgate_db_commits", 0))
-    turns = int(metrics.get('chatgate_turns_total{status="done"}', 0))
+    commits = int(metrics.get("chatgate_db_commits_total", 0))
+    done = [v for k, v in metrics.items() if k.startswith("chatgate_turns_total{") and "done" in k]
+    turns = int(sum(done))
     facts = GatewayFacts(commits, turns, count_rows(home / "state.db"), server.log_tail(3))
     return warm_and_run, facts
 

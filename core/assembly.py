@@ -22,6 +22,7 @@ from core.ingress import Ingress, SessionPolicy
 from core.ledger import DeliveryLedger
 from core.messages import ChatTarget, OutboundMessage
 from core.models.base import ModelClient
+from core.models.observed import ObservedModel
 from core.outbox import Outbox
 from core.pair_command import pair_command
 from core.pairing import Pairings
@@ -32,6 +33,7 @@ from core.router import SessionRouter
 from core.sessions import CallerContextFor, SessionKeeper
 from core.stats import CoreStats
 from core.store.db import SessionDB
+from core.telemetry import NO_TELEMETRY, Telemetry
 from core.tools import ToolRegistry
 from core.turn import TurnRunner
 from core.turn_commit import CommitPolicy, TurnCommitter
@@ -75,7 +77,10 @@ class Core:
         settings: CoreSettings,
         *,
         caller_context_for: CallerContextFor,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
+        self.stats = CoreStats()
+        model = ObservedModel(model, self.stats, telemetry)
         self.model = model
         self.hooks = hooks
         self.tools = ToolRegistry()
@@ -83,8 +88,13 @@ class Core:
         self.pairings = Pairings(db.pairing, clock)
         self.access = AccessPolicy(settings.access, self.pairings, clock)
         self.commands.register(pair_command(self.pairings))
-        self.stats = CoreStats()
-        runner = TurnRunner(model, self.tools, clock, max_iterations=settings.max_iterations)
+        runner = TurnRunner(
+            model,
+            self.tools,
+            clock,
+            max_iterations=settings.max_iterations,
+            telemetry=telemetry,
+        )
         self.sessions = SessionKeeper(
             db,
             model,
@@ -95,7 +105,7 @@ class Core:
             caller_context_for=caller_context_for,
             cache_size=settings.session_cache_size,
         )
-        self.outbox = Outbox(db, clock, senders)
+        self.outbox = Outbox(db, clock, senders, self.stats)
         host = CoreCommandHost(db, self.sessions, self.commands, hooks, model, self.access)
         self._watch = TurnWatch(
             self.outbox,
@@ -138,6 +148,7 @@ class Core:
             settings.sessions,
             self.access,
             limiter,
+            clock,
         )
 
     @property

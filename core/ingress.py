@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 
 from core.access import AccessPolicy, TurnedAway
+from core.clock import Clock
 from core.commands import STOP, CommandRegistry
 from core.messages import InboundMessage, OutboundMessage
 from core.rate_limit import ChatRateLimiter
@@ -27,6 +28,7 @@ from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
 from core.tasks import TaskSet
+from core.turn_context import scope
 from core.turns import TurnProcessor, Work
 
 log = logging.getLogger(__name__)
@@ -57,8 +59,10 @@ class Ingress:
         policy: SessionPolicy,
         access: AccessPolicy,
         limiter: ChatRateLimiter,
+        clock: Clock,
     ) -> None:
         self._db = db
+        self._clock = clock
         self._access = access
         self._limiter = limiter
         self._router = router
@@ -89,13 +93,20 @@ class Ingress:
             return turned_away
         key = session_key(msg, group_sessions_per_user=self._policy.per_user(msg.platform))
         accepted = await self._db.accept(msg, key)
+        with scope(accepted.item.id):
+            await self._queue(accepted)
+        return accepted
+
+    async def _queue(self, accepted: Accepted) -> None:
+        platform = accepted.item.message.platform
         if not accepted.created:
-            self._stats.duplicates[msg.platform] += 1
-            return accepted
-        self._stats.inbound[msg.platform] += 1
+            log.debug("inbound redelivery ignored: platform=%s", platform)
+            self._stats.duplicates[platform] += 1
+            return
+        self._stats.inbound[platform] += 1
+        log.debug("inbound accepted: platform=%s", platform)
         if self._accepting and self._dispatch(accepted.item, paced=True):
             await self._limiter.notify(accepted.item)
-        return accepted
 
     async def recover(self, up_to: int | None = None) -> int:
         """Queue every message accepted before a restart but never processed.
@@ -145,7 +156,7 @@ class Ingress:
     def _dispatch(self, item: InboxItem, *, paced: bool = False) -> bool:
         """Queue ``item`` (``/stop`` jumps the queue). ``paced``: under the chat's rate
         limit; True when the chat is to hear that it now waits (``ChatRateLimiter``)."""
-        work = Work(item, self._commands.parse(item.message.text))
+        work = Work(item, self._commands.parse(item.message.text), self._clock.now())
         if work.command is not None and work.command.command.name == STOP:
             self._router.watch(item.id)
             self._tasks.spawn(self._stop(work), name=f"stop:{item.session_key}")

@@ -11,14 +11,20 @@ Adapters only ever report here: they never call back into the inbox.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from core.clock import Clock
+from core.messages import OutboundMessage
+from core.stats import CoreStats
 from core.tasks import TaskSet
+from core.turn_context import scope
 
 if TYPE_CHECKING:  # only annotations: adapters import the protocol without the store
     from core.store.db import SessionDB
+
+log = logging.getLogger(__name__)
 
 
 class DeliveryLedger(Protocol):
@@ -29,7 +35,7 @@ class DeliveryLedger(Protocol):
         retry (even after a restart) resumes after them (``OutboundMessage.parts_sent``)."""
         ...
 
-    def delivered(self, ids: Sequence[int]) -> None:
+    def delivered(self, replies: Sequence[OutboundMessage]) -> None:
         """Record, soon and in bulk, that these replies reached the person."""
         ...
 
@@ -37,20 +43,25 @@ class DeliveryLedger(Protocol):
 class Ledger:
     """The ``DeliveryLedger`` over the SessionDB's outbox; ``close`` flushes what is left."""
 
-    def __init__(self, db: SessionDB, clock: Clock) -> None:
+    def __init__(self, db: SessionDB, clock: Clock, stats: CoreStats) -> None:
         self._db = db
         self._clock = clock
+        self._stats = stats
         self._pending: list[int] = []
         self._tasks = TaskSet("delivery-ledger")
 
     async def parts_sent(self, outbox_id: int, parts: int) -> None:
         await self._db.note_parts_sent(outbox_id, parts)
 
-    def delivered(self, ids: Sequence[int]) -> None:
-        if not ids:
+    def delivered(self, replies: Sequence[OutboundMessage]) -> None:
+        if not replies:
             return
+        for reply in replies:
+            self._stats.deliveries[reply.platform, "pulled"] += 1
+            with scope(reply.inbox_id):
+                log.debug("delivered reply %s: platform=%s", reply.id, reply.platform)
         start_flush = not self._pending
-        self._pending.extend(ids)
+        self._pending.extend(r.id for r in replies)
         if start_flush:
             self._tasks.spawn(self._flush(), name="flush")
 

@@ -15,17 +15,24 @@ from core.clock import Clock
 from core.ledger import Ledger
 from core.messages import ChatTarget, OutboundMessage
 from core.push_delivery import PushDelivery, ReplySender
+from core.stats import CoreStats
 from core.store.db import SessionDB
 
 
 class Outbox:
     """See the module docstring. ``close`` stops retries and flushes the ledger."""
 
-    def __init__(self, db: SessionDB, clock: Clock, senders: Mapping[str, ReplySender]) -> None:
+    def __init__(
+        self,
+        db: SessionDB,
+        clock: Clock,
+        senders: Mapping[str, ReplySender],
+        stats: CoreStats,
+    ) -> None:
         self._db = db
         self._clock = clock
-        self._push = PushDelivery(db, senders, clock)
-        self.ledger = Ledger(db, clock)
+        self._push = PushDelivery(db, senders, clock, stats)
+        self.ledger = Ledger(db, clock, stats)
 
     async def publish(self, replies: list[OutboundMessage]) -> None:
         """Send freshly committed ``replies`` through the adapters that push them."""

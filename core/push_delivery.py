@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -19,8 +20,10 @@ from core.clock import Clock
 from core.errors import ChatgateError, Undeliverable
 from core.messages import OutboundMessage
 from core.retry import Backoff
+from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.tasks import TaskSet
+from core.turn_context import scope
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +50,15 @@ class ReplySender(Protocol):
 class PushDelivery:
     """One sender per platform at a time, always in outbox order (see module docstring)."""
 
-    def __init__(self, db: SessionDB, adapters: Mapping[str, ReplySender], clock: Clock) -> None:
+    def __init__(
+        self,
+        db: SessionDB,
+        adapters: Mapping[str, ReplySender],
+        clock: Clock,
+        stats: CoreStats,
+    ) -> None:
         self._db = db
+        self._stats = stats
         self._adapters = {name: a for name, a in adapters.items() if a.push}
         self._clock = clock
         self._locks = {name: asyncio.Lock() for name in self._adapters}
@@ -102,26 +112,38 @@ class PushDelivery:
             chat = (reply.chat_id, reply.thread_id)
             if chat in held:
                 continue  # keep this chat's order: it waits for the failed one
+            started = time.perf_counter()
             try:
-                platform_ids.append(await adapter.send(reply))
+                with scope(reply.inbox_id):  # a retry's lines name the turn they finish
+                    platform_ids.append(await adapter.send(reply))
             except Undeliverable as exc:
                 log.warning("reply %s to %s can never be delivered: %s", reply.id, platform, exc)
+                self._stats.deliveries[platform, "undeliverable"] += 1
                 await self._db.mark_failed([reply.id], str(exc))
                 continue
             except (ChatgateError, OSError) as exc:
                 log.warning("reply %s to %s not sent yet: %s", reply.id, platform, exc)
+                self._stats.deliveries[platform, "retry"] += 1
                 held.add(chat)
                 continue
             except Exception:  # an adapter bug must not lose the marks of replies sent
                 log.exception("reply %s to %s failed unexpectedly; retrying", reply.id, platform)
+                self._stats.deliveries[platform, "retry"] += 1
                 held.add(chat)
                 continue
+            self._sent(platform, reply, time.perf_counter() - started)
             sent.append(reply.id)
         if sent:
             await self._db.mark_delivered(sent, self._clock.now(), platform_ids)
         if held:
             self._retry_later(platform)
         return not held
+
+    def _sent(self, platform: str, reply: OutboundMessage, seconds: float) -> None:
+        self._stats.deliveries[platform, "sent"] += 1
+        self._stats.delivery_seconds.observe((platform,), seconds)
+        with scope(reply.inbox_id):
+            log.debug("delivered reply %s: platform=%s seconds=%.3f", reply.id, platform, seconds)
 
     def _retry_later(self, platform: str) -> None:
         if platform not in self._retrying:

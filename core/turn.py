@@ -8,13 +8,18 @@ commits the whole turn in one transaction (or nothing, when the model fails).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core.clock import Clock
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ToolCall
 from core.store.records import NewMessage, StoredMessage
+from core.telemetry import NO_TELEMETRY, Telemetry
 from core.tools import ToolContext, ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -52,12 +57,19 @@ class TurnRunner:
     """Runs turns against one model with one tool registry."""
 
     def __init__(
-        self, model: ModelClient, tools: ToolRegistry, clock: Clock, *, max_iterations: int
+        self,
+        model: ModelClient,
+        tools: ToolRegistry,
+        clock: Clock,
+        *,
+        max_iterations: int,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.model = model
         self.tools = tools
         self._clock = clock
         self._max_iterations = max_iterations
+        self._telemetry = telemetry
 
     async def run(
         self,
@@ -70,6 +82,13 @@ class TurnRunner:
         """Run the loop; raise ``ModelError`` if the model cannot be reached."""
         user_view = ChatMessage(role="user", content=user.api_content or user.content)
         result = TurnResult(messages=[user], api_view=[*history, user_view])
+        with self._telemetry.agent(self.model.provider, self.model.model) as notes:
+            try:
+                return await self._loop(system, result, ctx)
+            finally:
+                notes.usage(result.input_tokens, result.output_tokens)
+
+    async def _loop(self, system: str, result: TurnResult, ctx: ToolContext) -> TurnResult:
         specs = self.tools.specs()
         for _ in range(self._max_iterations):
             reply = await self.model.complete(
@@ -109,7 +128,10 @@ class TurnRunner:
         )
 
     async def _run_tool(self, result: TurnResult, call: ToolCall, ctx: ToolContext) -> None:
-        output = await self.tools.run(call, ctx)
+        started = time.perf_counter()
+        with self._telemetry.tool(call.name, call.id):
+            output = await self.tools.run(call, ctx)
+        log.debug("tool call: name=%s seconds=%.3f", call.name, time.perf_counter() - started)
         result.messages.append(
             NewMessage(
                 role="tool",

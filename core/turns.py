@@ -36,6 +36,7 @@ from core.store.records import InboxItem, NewMessage, TurnOutcome, TurnReplies
 from core.tools import ToolContext
 from core.turn import TurnResult, TurnRunner
 from core.turn_commit import TurnCommitter
+from core.turn_context import scope
 from core.turn_watch import TurnWatch
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class Work:
 
     item: InboxItem
     command: Invocation | None = None
+    # When it was queued on its lane (clock seconds), for the inbox-wait histogram.
+    queued_at: float | None = None
 
     @property
     def id(self) -> int:
@@ -94,6 +97,11 @@ class TurnProcessor:
     async def handle(self, work: Work) -> TurnReplies:
         """Run ``work``'s command or model turn and commit what it produced; run it again
         if the store could not write before it had an outcome (module docstring)."""
+        with scope(work.id):
+            self._waited(work)
+            return await self._handle_until_stored(work)
+
+    async def _handle_until_stored(self, work: Work) -> TurnReplies:
         backoff = self._commits.backoff()
         while True:
             try:
@@ -102,6 +110,11 @@ class TurnProcessor:
                 if self._commits.expired(work.item):
                     return await self._give_up(work)
                 await self._commits.pause(backoff)
+
+    def _waited(self, work: Work) -> None:
+        if work.queued_at is not None:
+            wait = self._clock.now() - work.queued_at
+            self._stats.inbox_wait_seconds.observe((work.item.message.platform,), wait)
 
     async def _handle_once(self, work: Work) -> TurnReplies:
         if work.command is not None:
@@ -134,7 +147,7 @@ class TurnProcessor:
             session_id=state.row.id if state else None,
             error="stopped by /stop",
         )
-        self._stats.turns["cancelled"] += 1
+        self._stats.turns[work.item.message.platform, "cancelled"] += 1
         return await self._finish(outcome)
 
     async def stopped(self, work: Work, *, stopped: bool) -> TurnReplies:
@@ -203,7 +216,7 @@ class TurnProcessor:
         committed = await self._commits.commit(outcome)
         await self._outbox.publish(committed.replies)
         if committed.outcome.status != "done":  # given up: nothing of the turn was stored
-            self._stats.observe_turn("failed", now - started)
+            self._stats.observe_turn(item.message.platform, "failed", now - started)
             return TurnReplies(outcome.session_id, committed.replies)
         state.history = result.api_view
         state.row = dataclasses.replace(
@@ -212,7 +225,8 @@ class TurnProcessor:
             message_count=state.row.message_count + len(result.messages),
             last_active_at=now,
         )
-        self._stats.observe_turn("done", now - started)
+        self._stats.observe_turn(item.message.platform, "done", now - started)
+        log.debug("turn done in %.3f s", now - started)
         await self._hooks.finished(state, item, result)
         return TurnReplies(outcome.session_id, committed.replies)
 
@@ -228,7 +242,7 @@ class TurnProcessor:
             replies=[reply],
             error=error[:2000],
         )
-        self._stats.observe_turn("failed", now - started)
+        self._stats.observe_turn(item.message.platform, "failed", now - started)
         return await self._finish(outcome)
 
     async def _command(self, item: InboxItem, invocation: Invocation) -> TurnReplies:

@@ -156,4 +156,4 @@ def _add_health_routes(app: FastAPI) -> None:
     @app.get("/metrics", tags=["health"], response_class=Response, responses=METRICS_RESPONSES)
     async def prometheus_metrics(gateway: GatewayDep) -> Response:
         """Prometheus metrics."""
-        return Response(metrics.render(gateway), media_type=CONTENT_TYPE_LATEST)
+        return Response(await metrics.scrape(gateway), media_type=CONTENT_TYPE_LATEST)

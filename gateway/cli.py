@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from core.errors import ChatgateError, ConfigError
-from gateway import log_privacy, platforms
+from gateway import log_format, log_privacy, platforms
 from gateway.backup_cli import register as register_backup
 from gateway.config import Settings, default_home, load_settings, starter_config
 from gateway.config_cli import config_app
@@ -54,11 +54,9 @@ def _settings() -> Settings:
     return load_settings()
 
 
-def _configure_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.server.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _configure_logging(settings: Settings, *, json_lines: bool = False) -> None:
+    logging.basicConfig(level=settings.server.log_level.upper())
+    log_format.install("json" if json_lines else settings.logging.format)
     # httpx logs every request URL at INFO, and a URL may carry a token; APScheduler
     # logs each periodic check twice at INFO.
     for noisy in ("httpx", "httpcore", "apscheduler"):
@@ -81,7 +79,11 @@ def init(force: Annotated[bool, typer.Option(help="overwrite an existing config"
 
 
 @app.command()
-def run() -> None:
+def run(
+    log_json: Annotated[
+        bool, typer.Option("--log-json", help="log one JSON object a line (logging.format)")
+    ] = False,
+) -> None:
     """Start every enabled adapter and the HTTP server; SIGTERM or SIGINT stops it
     gracefully (exit 0). Refused, in one line, when another gateway holds the database."""
     from gateway.app import create_app
@@ -91,7 +93,7 @@ def run() -> None:
     settings = _settings()
     lease = database_lease(settings)
     app_ = create_app(settings, lease=lease)  # configuration errors first, before any log line
-    _configure_logging(settings)
+    _configure_logging(settings, json_lines=log_json)
     if not run_on_server_loop(settings.server, _serve_owning(app_, settings, lease)):
         raise typer.Exit(1)
 

@@ -45,6 +45,7 @@ from core.turn_commit import CommitPolicy
 from gateway import platforms
 from gateway.features import FEATURES
 from gateway.features.base import Contribution, Feature, FeatureContext, Metric
+from gateway.otel import open_telemetry
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,7 @@ async def _core(
         senders,
         _core_settings(settings),
         caller_context_for=settings.caller_context,
+        telemetry=open_telemetry(settings.telemetry, stack),
     )
     await stack.enter_async_context(core)
     skills = SkillStore(settings.home / "skills")
@@ -232,7 +234,7 @@ async def _enter(stack: AsyncExitStack, gateway: Gateway, feature: Feature, cloc
         settings=gateway.settings,
         db=gateway.db,
         skills=gateway.skills,
-        model=gateway.model,
+        model=gateway.core.model,  # timed and counted for /metrics
         clock=clock,
         core=gateway.core,
         scheduler=gateway.scheduler,

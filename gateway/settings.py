@@ -44,6 +44,15 @@ class ServerSettings(Section):
 class LoggingSettings(Section):
     # Let library loggers that carry message text log at DEBUG (secrets stay redacted).
     log_bodies: bool = False
+    # text: one line for people; json: one JSON object a line (ts, level, logger, msg,
+    # turn_id, exc). Both carry the turn id (``gateway.log_format``).
+    format: Literal["text", "json"] = "text"
+
+
+class TelemetrySettings(Section):
+    # OTLP/HTTP collector base URL for OpenTelemetry traces and GenAI metrics (needs the
+    # ``otel`` extra); empty: no telemetry. ``gateway.otel`` says what is sent.
+    otlp_endpoint: str = ""
 
 
 class DatabaseSettings(Section):
@@ -120,6 +129,7 @@ class Settings(Section):
     home: Path
     server: ServerSettings = Field(default_factory=ServerSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
@@ -208,6 +218,8 @@ CORE_ENV: dict[str, str] = {
     "CHATGATE_PORT": "server.port",
     "CHATGATE_LOG_LEVEL": "server.log_level",
     "CHATGATE_LOG_BODIES": "logging.log_bodies",
+    "CHATGATE_LOG_FORMAT": "logging.format",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
     "CHATGATE_DATABASE_URL": "database.url",
     "CHATGATE_RECOVERY__MAX_AGE": "recovery.max_age",
     "CHATGATE_RECOVERY__PROBE_MAX_SECONDS": "recovery.probe_max_seconds",

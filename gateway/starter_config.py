@@ -23,6 +23,12 @@ server:
 logging:
   log_bodies: false        # [CHATGATE_LOG_BODIES] true: library loggers that carry message
                            # text may log at debug level; secrets are redacted either way
+  format: text             # [CHATGATE_LOG_FORMAT] text | json (one JSON object a line)
+
+telemetry:
+  otlp_endpoint: ""        # [OTEL_EXPORTER_OTLP_ENDPOINT] e.g. http://127.0.0.1:4318: send
+                           # OpenTelemetry traces and GenAI metrics there (pip install
+                           # 'chatgate[otel]'); empty: none
 
 database:
   url: ""                  # [CHATGATE_DATABASE_URL] empty: SQLite at $CHATGATE_HOME/state.db;

@@ -232,13 +232,13 @@ def test_chat_new_starts_a_fresh_session_and_show_prints_it(home: Path) -> None:
 
 @contextmanager
 def gateway_process(
-    home: Path, env: dict[str, str]
+    home: Path, env: dict[str, str], *args: str
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``chatgate run`` on a free port; killed (if still running) on exit."""
+    """``chatgate run [args]`` on a free port; killed (if still running) on exit."""
     port = free_port()
     log = (home / f"run-{port}.log").open("wb")
     proc = subprocess.Popen(
-        [str(CHATGATE), "run"],
+        [str(CHATGATE), "run", *args],
         env=cli_env(CHATGATE_PORT=str(port), **env),
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -237,7 +237,7 @@ class WebhookAdapter:
 
     def _delivered(self, replies: Sequence[OutboundMessage]) -> None:
         if self._ledger is not None:
-            self._ledger.delivered([r.id for r in replies])
+            self._ledger.delivered(replies)
 
     def _require_inbox(self) -> Inbox:
         if self._inbox is None:

@@ -226,6 +226,11 @@ class SessionDB:
         async with self._engines.read.connect() as conn:
             return await outbox_ops.pending_for(conn, platform, limit, after)
 
+    async def pending_reply_count(self) -> int:
+        """Replies of every platform not delivered yet (the outbox backlog)."""
+        async with self._engines.read.connect() as conn:
+            return await outbox_ops.count_pending(conn)
+
     async def note_parts_sent(self, outbox_id: int, parts: int) -> None:
         await self.write(lambda c: outbox_ops.note_parts_sent(c, outbox_id, parts))
 

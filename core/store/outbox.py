@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -180,6 +180,12 @@ async def pending_for(
         .limit(limit)
     )
     return [_from_row(r) for r in await conn.execute(stmt)]
+
+
+async def count_pending(conn: AsyncConnection) -> int:
+    """How many replies, of every platform, are not delivered yet."""
+    stmt = select(func.count()).select_from(outbox).where(outbox.c.status == "pending")
+    return int((await conn.execute(stmt)).scalar_one())
 
 
 def _from_row(row: Row[Any]) -> OutboundMessage:
