@@ -88,13 +88,14 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     *,
     overrides: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
 ) -> Settings:
-    """Read ``config.yaml`` under ``home``, then apply environment variables, then
-    ``overrides`` (dotted setting -> value, e.g. from command-line options)."""
+    """Read ``config.yaml`` under ``home`` (or ``config_file``), then apply environment
+    variables, then ``overrides`` (dotted setting -> value, e.g. from command-line options)."""
     env = os.environ if env is None else env
     home = (home or default_home()).expanduser().resolve()
     model = settings_model()
-    data = _read_yaml(home / "config.yaml")
+    data = _read_yaml(config_file or home / "config.yaml")
     for name, dotted in env_overrides(model).items():
         value = env.get(name)
         if value:

@@ -101,5 +101,5 @@ def _utc(at: float | None) -> str:
     return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("status")(status)
+status_app = typer.Typer()
+status_app.command("status")(status)
