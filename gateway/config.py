@@ -88,10 +88,11 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     *,
     overrides: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
 ) -> Settings:
-    """Read ``config.yaml`` under ``home``, then apply environment variables, then
-    ``overrides`` (dotted setting -> value, e.g. from command-line options)."""
-    return load_with_sources(home, env, overrides=overrides)[0]
+    """Read ``config.yaml`` under ``home`` (or ``config_file``), then apply environment
+    variables, then ``overrides`` (dotted setting -> value, e.g. from command-line options)."""
+    return load_with_sources(home, env, overrides=overrides, config_file=config_file)[0]
 
 
 def load_with_sources(
@@ -99,13 +100,14 @@ def load_with_sources(
     env: Mapping[str, str] | None = None,
     *,
     overrides: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
 ) -> tuple[Settings, dict[str, str]]:
     """``load_settings``, and where each set value came from: dotted key -> ``file``,
     ``env NAME`` or ``option`` (a key not listed has its default)."""
     env = os.environ if env is None else env
     home = (home or default_home()).expanduser().resolve()
     model = settings_model()
-    data = _read_yaml(home / "config.yaml")
+    data = _read_yaml(config_file or home / "config.yaml")
     sources = dict.fromkeys(_file_keys(data), "file")
     for found in env_values(model, env):
         _set_dotted(data, found.dotted, found.value)

@@ -22,8 +22,10 @@ from core.cron.targets import FORMS as TARGET_FORMS
 from core.errors import CronError, ScheduleError
 from core.store.cron import CronJob
 from core.store.db import SessionDB
+from gateway.cli_tables import add_id_column
 from gateway.config import Settings, load_settings
 from gateway.features.cron import CronSettings
+from gateway.json_output import JsonFlag, emit, iso
 
 T = TypeVar("T")
 
@@ -35,13 +37,19 @@ JobId = Annotated[str, typer.Argument(help="the job's id (see chatgate cron list
 
 
 @cron_app.command("list")
-def list_jobs() -> None:
+def list_jobs(as_json: JsonFlag = False) -> None:
     """Every job: schedule, next run (UTC), last status, target and whether it is paused."""
     jobs = _with_jobs(lambda cron: cron.store.jobs())
+    if as_json:
+        emit([_job_json(job) for job in jobs])
+        return
     if not jobs:
         console.print("no cron jobs (add one with chatgate cron add)", markup=False)
         return
-    table = Table("id", "name", "schedule", "next run (UTC)", "last status", "deliver", "paused")
+    table = Table()
+    add_id_column(table, "id", (job.id for job in jobs))
+    for name in ("name", "schedule", "next run (UTC)", "last status", "deliver", "paused"):
+        table.add_column(name)
     for job in jobs:
         cells = (
             job.id,
@@ -54,6 +62,18 @@ def list_jobs() -> None:
         )
         table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
+
+
+def _job_json(job: CronJob) -> dict[str, object]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "schedule": job.schedule,
+        "next_run_at": iso(job.next_run_at),
+        "last_status": job.last_status,
+        "deliver": job.deliver,
+        "paused": job.paused,
+    }
 
 
 @cron_app.command("add")

@@ -8,13 +8,14 @@ import typer
 from rich.console import Console
 
 from core.errors import PendingNotFound
-from core.memory.approval import Decision, PendingWrites
+from core.memory.approval import Decision, PendingWrite, PendingWrites
 from core.memory.commands import decision_text, pending_text, store_line
 from core.memory.operations import DELIMITER
 from core.memory.profile import MemoryFiles
 from core.memory.store import MemoryStore
 from gateway.config import Settings, load_settings
 from gateway.features.memory import MemorySettings
+from gateway.json_output import JsonFlag, emit, iso
 
 memory_app = typer.Typer(no_args_is_help=True, help="Memory stores and staged writes.")
 console = Console(highlight=False)
@@ -54,9 +55,27 @@ def show(
 
 
 @memory_app.command("pending")
-def pending() -> None:
+def pending(as_json: JsonFlag = False) -> None:
     """List staged writes with the entries their patches and removes target."""
-    console.print(pending_text(_pending(load_settings()).list(), CLI), markup=False)
+    writes = _pending(load_settings()).list()
+    if as_json:
+        emit([_pending_json(write) for write in writes])
+        return
+    console.print(pending_text(writes, CLI), markup=False)
+
+
+def _pending_json(write: PendingWrite) -> dict[str, object]:
+    operations = [
+        {"action": op.action, "content": op.content, "old_text": op.old_text, "entry": op.pinned}
+        for op in write.operations
+    ]
+    return {
+        "id": write.id,
+        "target": write.target,
+        "created_at": iso(write.created_at),
+        "operations": operations,
+        "last_refusal": write.last_refusal,
+    }
 
 
 @memory_app.command("approve")

@@ -24,7 +24,9 @@ from core.store.db import SessionDB
 from core.store.lineage_tree import LineageEntry
 from core.store.records import SessionRow
 from core.store.search.matches import Match, SearchScope
+from gateway.cli_tables import add_id_column
 from gateway.config import load_settings
+from gateway.json_output import JsonFlag, emit, iso
 
 T = TypeVar("T")
 
@@ -65,15 +67,38 @@ class Hit:
 
 
 @sessions_app.command("list")
-def sessions_list(limit: Annotated[int, typer.Option(min=1)] = 20) -> None:
+def sessions_list(
+    limit: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonFlag = False
+) -> None:
     """The most recently active sessions."""
     rows = _with_db(lambda db: db.recent_sessions(limit))
-    table = Table("id", "key", "turns", "last active (UTC)", "ended")
+    if as_json:
+        emit([_session_json(r) for r in rows])
+        return
+    table = Table()
+    add_id_column(table, "id", (r.id for r in rows))
+    table.add_column("key", overflow="fold")
+    for name in ("turns", "last active (UTC)", "ended"):
+        table.add_column(name)
     for r in rows:
         table.add_row(
             r.id, r.session_key, str(r.turn_count), _ts(r.last_active_at), r.end_reason or ""
         )
     console.print(table)
+
+
+def _session_json(row: SessionRow) -> dict[str, object]:
+    return {
+        "id": row.id,
+        "key": row.session_key,
+        "platform": row.platform,
+        "chat_id": row.chat_id,
+        "turns": row.turn_count,
+        "messages": row.message_count,
+        "started_at": iso(row.started_at),
+        "last_active_at": iso(row.last_active_at),
+        "end_reason": row.end_reason,
+    }
 
 
 @sessions_app.command("show")

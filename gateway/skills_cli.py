@@ -18,14 +18,16 @@ from rich.text import Text
 
 from adapters import registry
 from core.errors import SkillRefused
-from core.skills.approval import ApprovalOutcome, SkillApprovals
+from core.skills.approval import ApprovalOutcome, PendingSkillWrite, SkillApprovals
 from core.skills.doctor import diagnose, format_report
 from core.skills.library import SKILL_FILE, Library, Skill
 from core.skills.store import SkillStore
 from core.skills.usage import SkillRecord, SkillUsage
 from core.skills.validate import ALLOWED_FOLDERS, supporting_path
+from gateway.cli_tables import add_id_column
 from gateway.config import Settings, load_settings
 from gateway.features.skills import SkillsSettings
+from gateway.json_output import JsonFlag, emit, iso
 
 skills_app = typer.Typer(
     no_args_is_help=True, help="Installed skills, their visibility and staged skill writes."
@@ -78,7 +80,10 @@ def list_skills(platform: Platform = DEFAULT_PLATFORM) -> None:
         console.print(f"no skills installed in {_skills_dir(settings)}", markup=False)
         return
     records = SkillUsage(_skills_dir(settings)).all()
-    table = Table("name", "category", "status", "description", "uses/views", "by", "pinned")
+    table = Table()
+    add_id_column(table, "name", (skill.name for skill in skills))  # what skills view takes
+    for header in ("category", "status", "description", "uses/views", "by", "pinned"):
+        table.add_column(header)
     for skill in skills:
         record = records.get(skill.name, SkillRecord())
         cells = (
@@ -155,9 +160,12 @@ def doctor(platform: Platform = DEFAULT_PLATFORM) -> None:
 
 
 @skills_app.command("pending")
-def pending() -> None:
+def pending(as_json: JsonFlag = False) -> None:
     """List staged skill writes: id, when, what they do and the skills they touch."""
     writes = _approvals(load_settings()).list()
+    if as_json:
+        emit([_pending_json(write) for write in writes])
+        return
     if not writes:
         console.print("no skill writes are pending")
         return
@@ -166,6 +174,16 @@ def pending() -> None:
         refused = f"\n    last refused: {write.last_refusal}" if write.last_refusal else ""
         line = f"{write.id}  {when}  {write.summary}  [{', '.join(write.skills)}]{refused}"
         console.print(line, markup=False)
+
+
+def _pending_json(write: PendingSkillWrite) -> dict[str, object]:
+    return {
+        "id": write.id,
+        "created_at": iso(write.created_at),
+        "summary": write.summary,
+        "skills": list(write.skills),
+        "last_refusal": write.last_refusal,
+    }
 
 
 @skills_app.command("diff")

@@ -8,66 +8,123 @@ next run and why not sooner, and the cron jobs in the order they run next.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from core.store.cron import CronJob
 from core.store.db import SessionDB
 from core.store.location import redacted_url
+from gateway.cli_tables import add_id_column
 from gateway.config import Settings, load_settings
 from gateway.features.cron import CronSettings
 from gateway.features.curator import CuratorSettings, build_curator
 from gateway.features.memory import MemorySettings
 from gateway.features.review import ReviewSettings
 from gateway.features.skills import SkillsSettings
+from gateway.json_output import JsonFlag, emit, iso
 from gateway.skills_cli import skill_store
 
 console = Console(highlight=False)
 
 
-def status() -> None:
+def status(as_json: JsonFlag = False) -> None:
     """Show the model, the SessionDB and the scheduler's jobs with their next run times."""
     from gateway.runtime import migrate
 
     settings = load_settings()
     asyncio.run(migrate(settings))
-    asyncio.run(_show(settings))
+    report = asyncio.run(_gather(settings))
+    if as_json:
+        emit(_json(report))
+    else:
+        _print(report)
 
 
-async def _show(settings: Settings) -> None:
+@dataclass(frozen=True, slots=True)
+class JobLine:
+    """One scheduler job; ``next_run`` is a time, or words such as ``per session``."""
+
+    job: str
+    every: str
+    next_run: float | str | None
+    notes: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    home: str
+    database: str
+    model: str
+    provider: str
+    active: int
+    reviews_done: int
+    jobs: list[JobLine]
+
+
+async def _gather(settings: Settings) -> Report:
     curator_on = settings.section(CuratorSettings).enabled
+    cron = settings.section(CronSettings)
     async with SessionDB(settings.database_url) as db:
         active = await db.active_session_count()
         done = await db.reviews.count_done()
         curator = build_curator(settings, db, skill_store(settings))
         gate = await curator.gate() if curator_on else None
-        cron_on = settings.section(CronSettings).enabled
-        jobs = await db.cron.next_runs(limit=50) if cron_on else []
+        jobs = await db.cron.next_runs(limit=50) if cron.enabled else []
+    lines = [JobLine("background review", *_review_row(settings))]
+    if cron.enabled:
+        lines.append(JobLine("cron jobs", _every(cron.tick_seconds), "at each look", ""))
+    if gate is not None:
+        every = _every(settings.section(CuratorSettings).check_minutes * 60)
+        note = "due now" if gate.due else gate.reason
+        lines.append(JobLine("curator check", every, gate.next_due_at, note))
+    else:
+        lines.append(JobLine("curator check", "-", None, "disabled"))
+    lines += [JobLine(f"cron {j.id}", j.schedule, j.next_run_at, _job_note(j)) for j in jobs]
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
-    console.print(f"home:      {settings.home}", markup=False)
-    console.print(f"database:  {where}", markup=False)
-    console.print(f"model:     {model.model} via {model.provider}", markup=False)
-    console.print(f"sessions:  {active} active; reviews done: {done}", markup=False)
+    return Report(str(settings.home), where, model.model, model.provider, active, done, lines)
+
+
+def _print(report: Report) -> None:
+    console.print(f"home:      {report.home}", markup=False)
+    console.print(f"database:  {report.database}", markup=False)
+    console.print(f"model:     {report.model} via {report.provider}", markup=False)
+    console.print(
+        f"sessions:  {report.active} active; reviews done: {report.reviews_done}", markup=False
+    )
     console.print("\nscheduler jobs:", markup=False)
-    table = Table("job", "every", "next run (UTC)", "notes")
-    table.add_row("background review", *_review_row(settings))
-    cron = settings.section(CronSettings)
-    if cron.enabled:
-        table.add_row("cron jobs", _every(cron.tick_seconds), "at each look", "")
-    if gate is not None:
-        note = "due now" if gate.due else gate.reason
-        every = _every(settings.section(CuratorSettings).check_minutes * 60)
-        next_run = _utc(gate.next_due_at) if gate.next_due_at else "-"
-        table.add_row("curator check", every, next_run, note)
-    else:
-        table.add_row("curator check", "-", "-", "disabled")
-    for job in jobs:
-        table.add_row(f"cron {job.id}", job.schedule, _utc(job.next_run_at), _job_note(job))
+    table = Table()
+    add_id_column(table, "job", (line.job for line in report.jobs))  # "cron <id>"
+    for name in ("every", "next run (UTC)", "notes"):
+        table.add_column(name)
+    for line in report.jobs:
+        when = line.next_run if isinstance(line.next_run, str) else _utc(line.next_run)
+        table.add_row(Text(line.job), Text(line.every), Text(when), Text(line.notes))
     console.print(table)
+
+
+def _json(report: Report) -> dict[str, object]:
+    jobs = [
+        {
+            "job": line.job,
+            "every": line.every,
+            "next_run": line.next_run if isinstance(line.next_run, str) else iso(line.next_run),
+            "notes": line.notes,
+        }
+        for line in report.jobs
+    ]
+    return {
+        "home": report.home,
+        "database": report.database,
+        "model": {"name": report.model, "provider": report.provider},
+        "sessions": {"active": report.active, "reviews_done": report.reviews_done},
+        "scheduler_jobs": jobs,
+    }
 
 
 def _review_row(settings: Settings) -> tuple[str, str, str]:
@@ -101,5 +158,5 @@ def _utc(at: float | None) -> str:
     return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("status")(status)
+status_app = typer.Typer()
+status_app.command("status")(status)

@@ -5,6 +5,8 @@ Never started by ``chatgate run``; ``chatgate chat --chat-id`` picks the convers
 
 from __future__ import annotations
 
+import sys
+
 from adapters.base import Adapter
 from adapters.platform import PlatformServices, PlatformSpec, Section
 
@@ -29,15 +31,20 @@ def build(settings: TerminalSettings, services: PlatformServices) -> Adapter:
     from rich.console import Console
     from rich.markup import escape
 
-    from adapters.terminal.adapter import TerminalAdapter
+    from adapters.terminal.adapter import TerminalAdapter, read_line
+    from adapters.terminal.line_editor import editing_reader
 
     console = Console()
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    reader = editing_reader(services.home) if on_terminal else read_line
 
     def show(text: str) -> None:
         # The reply is model (or echoed user) text: never let it be read as markup.
         console.print(f"[bold cyan]agent>[/] {escape(text)}", highlight=False)
 
-    return TerminalAdapter(chat_id=settings.chat_id, printer=show, on_end=services.request_stop)
+    return TerminalAdapter(
+        chat_id=settings.chat_id, printer=show, reader=reader, on_end=services.request_stop
+    )
 
 
 SPEC = PlatformSpec(

@@ -8,8 +8,12 @@ end of the input it asks the gateway to stop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
+import io
 import secrets
+import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -30,11 +34,39 @@ Reader = Callable[[str], Awaitable[str | None]]
 
 
 async def read_line(prompt: str) -> str | None:
-    """One line from stdin without blocking the event loop; None at end of input."""
+    """One line from stdin without blocking the event loop; None at end of input.
+
+    The line is read in a daemon thread, not the loop's executor: asyncio joins executor
+    threads at exit, so Ctrl-C would wait for the user to press Enter. The thread reads
+    the unbuffered file, whose lock a daemon thread must not hold at interpreter exit.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str | None] = loop.create_future()
+
+    def settle(value: str | None) -> None:
+        if not line.done():  # cancelled by Ctrl-C meanwhile
+            line.set_result(value)
+
+    def read() -> None:
+        value = _raw_line()
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(settle, value)
+
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    threading.Thread(target=read, name="terminal-input", daemon=True).start()
+    return await line
+
+
+def _raw_line() -> str | None:
     try:
-        return await asyncio.to_thread(input, prompt)
-    except EOFError:
+        with io.FileIO(sys.stdin.fileno(), closefd=False) as raw:
+            data = raw.readline()
+    except (OSError, ValueError):  # stdin closed under us
         return None
+    if not data:
+        return None
+    return data.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 class TerminalAdapter:
