@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from core.inbox import Inbox
-from core.ledger import DeliveryLedger
-from core.messages import OutboundMessage
-
-if TYPE_CHECKING:  # only annotations: the CLI imports this without the HTTP stack
+if TYPE_CHECKING:  # only annotations: the CLI imports this without the HTTP stack or the store
     from fastapi import FastAPI
+
+    from core.inbox import Inbox
+    from core.ledger import DeliveryLedger
+    from core.messages import OutboundMessage
 
 
 class Adapter(Protocol):
