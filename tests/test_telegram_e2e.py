@@ -318,6 +318,21 @@ async def test_commands_addressed_to_the_bot_in_a_group_and_oversized_files(
     assert reply.text.startswith("echo: see the log")
 
 
+async def test_a_command_for_another_bot_in_a_group_is_left_alone(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    (home / "config.yaml").write_text("telegram:\n  require_mention: false\n")
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+        tg.push_update(tg.group_message("/status@some_other_bot"))
+        tg.push_update(tg.group_message("/weather@some_other_bot in Paris"))
+        tg.push_update(tg.group_message("hello all"))
+        [reply] = await tg.wait_sent(1)
+
+    assert reply.text == "echo: hello all"
+    assert [m.text for m in tg.sent] == ["echo: hello all"]
+    assert len(fake_openai.requests) == 1
+
+
 async def test_edits_are_ignored_unless_asked_for(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:

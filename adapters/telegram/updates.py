@@ -10,7 +10,8 @@ agent, ignored (and why), too old, or from someone not allowed.
   ``message_thread_id`` Telegram also puts on a plain reply in an ordinary group is
   not a thread and is ignored, so replies do not split a group's session.
 - In groups the bot answers when mentioned (``@name`` or a text mention), replied to,
-  or sent ``/command@name``; ``require_mention: false`` answers every message.
+  or sent ``/command@name``; ``require_mention: false`` answers every message but
+  ``/command@otherbot``, which is another bot's.
 - Captions count as text; photos and documents are listed for download.
 """
 
@@ -120,6 +121,8 @@ def decide(
     group = message.chat.type in ("group", "supergroup")
     if group and require_mention and not _addressed(message, bot):
         return Ignored("a group message not addressed to the bot")
+    if group and _for_another_bot(message, bot):
+        return Ignored("a command for another bot")
     sent_at = _timestamp(message.edit_date or message.date)
     text = _text(message, bot)
     files = _files(message)
@@ -162,6 +165,14 @@ def _addressed(message: Message, bot: BotIdentity) -> bool:
         if entity.type == MessageEntity.BOT_COMMAND and text.lower().endswith(name):
             return True
     return False
+
+
+def _for_another_bot(message: Message, bot: BotIdentity) -> bool:
+    """``/cmd@otherbot``: in a group with several bots, another bot's business."""
+    words = (message.text if message.text is not None else message.caption or "").split()
+    if not words or not words[0].startswith("/") or "@" not in words[0]:
+        return False
+    return words[0].rsplit("@", 1)[1].lower() != bot.username.lower()
 
 
 def _entities(message: Message) -> dict[MessageEntity, str]:
