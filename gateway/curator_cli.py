@@ -91,7 +91,11 @@ def run(
     merge = consolidate or load_settings().section(CuratorSettings).consolidate
 
     async def go(curator: Curator) -> str:
-        report = await curator.run("manual", dry_run=dry_run, consolidate=merge)
+        from gateway.progress import progress_bar
+
+        # A pass has no count to show in advance: a pulsing bar, on a terminal only.
+        with progress_bar("curator pass"):
+            report = await curator.run("manual", dry_run=dry_run, consolidate=merge)
         return f"{report.render()}\nreport: {report.path}"
 
     try:

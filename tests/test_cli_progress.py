@@ -60,3 +60,14 @@ def test_in_a_pipe_there_is_no_bar_and_no_control_character(home: Path, tmp_path
         assert result.stderr == ""
         assert "\x1b" not in result.stdout
         assert len(result.stdout.splitlines()) == 1
+
+
+def test_a_curator_pass_shows_a_bar_on_a_terminal_and_none_in_a_pipe(home: Path) -> None:
+    status, on_tty = on_a_terminal("curator", "run", "--dry-run")
+    piped = chatgate("curator", "run", "--dry-run")
+
+    assert status == 0, on_tty
+    assert "curator pass" in on_tty
+    assert piped.returncode == 0, piped.stderr
+    assert "curator pass" not in piped.stdout + piped.stderr
+    assert "\x1b" not in piped.stdout + piped.stderr
