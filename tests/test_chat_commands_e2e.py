@@ -59,6 +59,6 @@ async def test_paths_and_skill_commands_still_reach_the_model(
 
     assert texts(path) == ["echo: /usr/bin is full, what now?"]
     assert texts(skill)[0].startswith("echo: /pdf the report")
-    assert "/help - list the commands" in texts(known)[0]
+    assert "/help /start - list the commands" in texts(known)[0]
     assert len(fake_openai.requests) == 2
     assert "Use the pandoc recipe." in fake_openai.requests[1]["messages"][-1]["content"]

@@ -19,7 +19,7 @@ from tests.test_cli import CHATGATE, chatgate, cli_env
 
 BAD = [
     [],
-    ["doctor"],
+    ["frobnicate"],
     ["--bogus"],
     ["init", "--bogus"],
     ["init", "extra"],
@@ -34,6 +34,14 @@ BAD = [
     ["db"],
     ["db", "nope"],
     ["db", "upgrade", "--bogus"],
+    ["db", "downgrade"],
+    ["db", "history", "extra"],
+    ["doctor", "--timeout", "x"],
+    ["doctor", "extra"],
+    ["config"],
+    ["config", "show", "--bogus"],
+    ["backup", "--bogus"],
+    ["restore"],
     ["sessions"],
     ["sessions", "show"],
     ["sessions", "search"],
@@ -100,7 +108,7 @@ def test_every_command_group_has_a_bad_input_case() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["doctor"], "No such command 'doctor'"),
+        (["frobnicate"], "No such command 'frobnicate'"),
         (["run", "--port"], "'--port' requires an argument"),
         (["run", "--port", "eighty"], "Invalid value for '--port'"),
         (["sessions", "show"], "Missing argument"),
