@@ -24,12 +24,17 @@ class Probe:
     fix: str = ""
 
 
-async def http_get(url: str, headers: Mapping[str, str], within: float) -> httpx.Response | str:
-    """The response to ``GET url``, or why there was none (a sentence without the URL)."""
+async def http_get(
+    url: str, headers: Mapping[str, str], within: float, *, post: object = None
+) -> httpx.Response | str:
+    """The response to ``GET url`` (or, with ``post``, to POSTing it as JSON), or why there
+    was none (a sentence without the URL)."""
     import httpx  # here: only the doctor calls out, and every command reads the registry
 
     try:
         async with httpx.AsyncClient(timeout=within) as client:
+            if post is not None:
+                return await client.post(url, headers=dict(headers), json=post)
             return await client.get(url, headers=dict(headers))
     except httpx.TimeoutException:
         return f"no answer within {within:g} s"

@@ -3,7 +3,8 @@
 
 The model endpoint is asked for its model list (``GET /models`` on an OpenAI-compatible
 server, ``GET /v1/models`` on Anthropic's): it proves the address, the key and, when
-the list is served, the model name, without spending tokens.
+the list is served, the model name, without spending tokens. A compatible server that
+serves no list (404) is asked for one token of a completion instead.
 """
 
 from __future__ import annotations
@@ -63,9 +64,25 @@ async def model_probe(cfg: ModelConfig, within: float) -> Probe:
     if isinstance(answer, str):
         fix = "start the server, or correct model.base_url (OPENAI_BASE_URL)"
         return Probe(False, f"{cfg.provider} at {base}: {answer}", fix)
-    if answer.status_code == 404:  # a compatible server without the model list
-        return Probe(True, f"{cfg.provider} at {base} answers (no model list to check)")
+    if answer.status_code == 404 and cfg.provider != "anthropic":
+        return await _one_token(cfg, base, headers, key, within)
     return refused(answer, "the API key", f"set {key}") or _listed(cfg, base, answer.json())
+
+
+async def _one_token(
+    cfg: ModelConfig, base: str, headers: dict[str, str], key: str, within: float
+) -> Probe:
+    """For a server without ``/models``: the smallest completion proves address, key and
+    model name at the cost of one token."""
+    ask = {"model": cfg.model, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+    answer = await http_get(f"{base}/chat/completions", headers, within, post=ask)
+    if isinstance(answer, str):
+        return Probe(False, f"{cfg.provider} at {base}: {answer}", "check that it is up")
+    if answer.status_code in (400, 404):
+        fix = "set CHATGATE_MODEL (model.name) to a model the server serves"
+        return Probe(False, f"{base} refused a completion with model {cfg.model!r}", fix)
+    found = refused(answer, "the API key", f"set {key}")
+    return found or Probe(True, f"{cfg.provider} at {base}, model {cfg.model} (one-token call)")
 
 
 def _listed(cfg: ModelConfig, base: str, body: Any) -> Probe:

@@ -96,6 +96,23 @@ async def test_a_model_the_endpoint_does_not_offer_is_named(
     assert "other-model" in found["model"].fix
 
 
+async def test_a_server_without_a_model_list_is_checked_with_one_token(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.models = None
+    passed = by_name(await diagnose(home, fake_openai.gateway_env()))
+    fake_openai.fail(status=401)
+    refused = by_name(await diagnose(home, fake_openai.gateway_env()))
+
+    assert passed["model"].status == "ok", passed["model"]
+    assert "one-token call" in passed["model"].detail
+    [ask, _] = fake_openai.requests
+    assert ask["max_tokens"] == 1
+    assert ask["model"] == "fake-model"
+    assert refused["model"].status == "fail"
+    assert "OPENAI_API_KEY" in refused["model"].fix
+
+
 async def test_a_missing_api_key_is_refused_by_the_endpoint(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:

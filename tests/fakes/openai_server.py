@@ -108,8 +108,9 @@ class FakeOpenAIServer:
         self._arrivals: dict[str, asyncio.Event] = {}
         self._ids = itertools.count(1)
         self._closing = asyncio.Event()
-        # What ``GET /v1/models`` lists (``chatgate doctor`` checks the model name there).
-        self.models = ["fake-model"]
+        # What ``GET /v1/models`` lists (``chatgate doctor`` checks the model name there);
+        # None: the route answers 404, as on servers that serve no model list.
+        self.models: list[str] | None = ["fake-model"]
         routes = [
             Route(path, self._chat_completions, methods=["POST"])
             for path in ("/v1/chat/completions", "/chat/completions")
@@ -219,6 +220,8 @@ class FakeOpenAIServer:
     # -- serving ------------------------------------------------------------------
 
     async def _models(self, request: Request) -> Response:
+        if self.models is None:
+            return JSONResponse({"error": {"message": "not found"}}, status_code=404)
         if not request.headers.get("authorization", "").startswith("Bearer "):
             return JSONResponse({"error": {"message": "no API key"}}, status_code=401)
         data = [{"id": name, "object": "model", "owned_by": "fake"} for name in self.models]
