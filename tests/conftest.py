@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,17 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ):
         monkeypatch.delenv(name, raising=False)
     return path
+
+
+@pytest.fixture
+def testroom() -> Iterator[None]:
+    """The test platform of ``tests/testroom_platform.py``, registered in-process (as a
+    package's entry point would be) for one test."""
+    from adapters import registry
+    from tests import testroom_platform
+
+    registry.register(testroom_platform.SPEC)
+    try:
+        yield
+    finally:
+        registry.unregister(testroom_platform.NAME)

@@ -12,16 +12,13 @@ import itertools
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
-from adapters import registry
 from gateway.http_server import SAME_STOP_SECONDS
-from tests import testroom_platform
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
 from tests.test_cli import (
@@ -188,15 +185,6 @@ async def test_an_idle_gateway_stops_at_once_with_exit_0(home: Path, sig: signal
     assert f"{sig.name} received: stopping gracefully" in log
     assert "Application shutdown complete" in log
     assert "Traceback" not in log
-
-
-@pytest.fixture
-def testroom() -> Iterator[None]:
-    registry.register(testroom_platform.SPEC)
-    try:
-        yield
-    finally:
-        registry.unregister(testroom_platform.NAME)
 
 
 @pytest.mark.usefixtures("testroom")

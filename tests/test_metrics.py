@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters import registry
 from tests import testroom_platform
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
@@ -101,15 +99,6 @@ async def test_no_family_has_a_label_naming_a_chat_or_a_person(
     chatgate = [f for name, f in families.items() if name.startswith("chatgate_")]
     labels = {label for f in chatgate for s in f.samples for label in s.labels}
     assert labels <= ALLOWED_LABELS
-
-
-@pytest.fixture
-def testroom() -> Iterator[None]:
-    registry.register(testroom_platform.SPEC)
-    try:
-        yield
-    finally:
-        registry.unregister(testroom_platform.NAME)
 
 
 @pytest.mark.usefixtures("testroom")

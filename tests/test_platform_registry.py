@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ from tests.gateway_server import running_gateway
 from tests.test_cli import chatgate, cli_env, client_for, gateway_process, wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def testroom() -> Iterator[None]:
-    registry.register(testroom_platform.SPEC)
-    try:
-        yield
-    finally:
-        registry.unregister(testroom_platform.NAME)
 
 
 @pytest.mark.usefixtures("testroom")
