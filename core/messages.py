@@ -52,6 +52,16 @@ class InboundMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyAction:
+    """A button under a reply. Tapping it sends ``command`` (a chat command such as
+    ``/approve 12 session``) into the chat as the person who tapped, so a tap passes the
+    same access policy and command handling as the typed command would."""
+
+    label: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """One reply for a chat, as stored in the outbox (``id`` is its outbox id)."""
 
@@ -66,6 +76,9 @@ class OutboundMessage:
     created_at: float = 0.0
     # Parts of this reply already delivered (a long reply goes out in several).
     parts_sent: int = 0
+    # Buttons under the reply (an approval's choices); a platform without buttons shows
+    # the reply's text alone, which names the typed commands.
+    actions: tuple[ReplyAction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
