@@ -13,7 +13,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from telegram import BotCommand, MessageEntity, ReplyParameters, Update
+from telegram import (
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+)
 from telegram.error import (
     BadRequest,
     Conflict,
@@ -543,3 +550,35 @@ async def test_explicit_and_duplicate_update_ids(fake: FakeTelegram, bot: telegr
     assert following["update_id"] > 500
     ids = [u.update_id for u in await bot.get_updates()]
     assert ids == [500, 500, following["update_id"]]
+
+
+# -- inline keyboards and taps ----------------------------------------------------------------
+
+
+async def test_a_keyboard_is_kept_on_the_message_and_a_tap_answered_once(
+    fake: FakeTelegram, bot: telegram.Bot
+) -> None:
+    keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Yes", callback_data="/yes")]])
+    sent = await bot.send_message(USER_ID, "Sure?", reply_markup=keyboard)
+    assert sent.reply_markup == keyboard
+    fake.push_update(fake.tap(fake.sent[0].message, "Yes"))
+    [update] = await bot.get_updates()
+    query = update.callback_query
+    assert query is not None
+    assert (query.data, query.from_user.id) == ("/yes", USER_ID)
+    assert await query.answer("ok")
+    with pytest.raises(BadRequest, match="(?i)query is too old"):
+        await query.answer("again")
+    edited_message = await bot.edit_message_reply_markup(USER_ID, sent.message_id)
+    assert isinstance(edited_message, telegram.Message)
+    assert edited_message.reply_markup is None
+    with pytest.raises(BadRequest, match="(?i)not modified"):
+        await bot.edit_message_reply_markup(USER_ID, sent.message_id)
+    assert [a.text for a in fake.callback_answers] == ["ok"]
+    assert [e.reply_markup for e in fake.markup_edits] == [None]
+
+
+async def test_callback_data_over_64_bytes_is_refused(bot: telegram.Bot) -> None:
+    keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Long", callback_data="x" * 65)]])
+    with pytest.raises(BadRequest, match="(?i)button_data_invalid"):
+        await bot.send_message(USER_ID, "Sure?", reply_markup=keyboard)

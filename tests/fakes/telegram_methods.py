@@ -1,7 +1,8 @@
 """The Bot API methods by which the bot acts, for ``tests.fakes.telegram_server``.
 
-``getMe``, ``sendMessage`` and ``editMessageText`` (with ``telegram_checks``'s text and
-entity checks, forum thread and reply-target checks, blocked chats answered 403),
+``getMe``, ``sendMessage`` (an inline keyboard checked by ``telegram_buttons``) and
+``editMessageText`` (with ``telegram_checks``'s text and entity checks, forum thread and
+reply-target checks, blocked chats answered 403),
 ``sendChatAction``, ``setMyCommands``/``getMyCommands``/``deleteMyCommands`` per scope and
 language, ``getFile`` for registered files, and ``close``/``logOut``. What the bot did is
 recorded as ``SentMessage``, ``Edit`` and ``ChatAction``. The update side (``getUpdates``
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.telegram_buttons import checked_markup
 from tests.fakes.telegram_checks import CHAT_ACTIONS, check_command, checked_text
 from tests.fakes.telegram_payloads import Json, StoredFile, synthetic_chat
 from tests.fakes.telegram_wire import BLOCKED_BY_USER, KICKED_FROM_GROUP, ApiError, int_param
@@ -38,6 +40,7 @@ class SentMessage:
     link_preview_options: Json | None
     message: Json  # the Message JSON returned to the bot
     params: Json  # every parameter, decoded
+    reply_markup: Json | None = None  # the inline keyboard under it, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,11 @@ class MethodsMixin:
         text, entities, parse_mode = checked_text(params)
         thread_id = self._checked_thread(chat, params)
         reply_to = self._checked_reply(chat, params)
+        markup = checked_markup(params)
+        keyboard = markup if markup is not None and "inline_keyboard" in markup else None
         message = self.message(chat, text, sender=self.bot_user, entities=entities, date=None)
+        if keyboard is not None:
+            message["reply_markup"] = keyboard
         if thread_id is not None:
             message["message_thread_id"] = thread_id
             message["is_topic_message"] = True
@@ -124,6 +131,7 @@ class MethodsMixin:
                 link_preview_options=params.get("link_preview_options"),
                 message=message,
                 params=params,
+                reply_markup=keyboard,
             )
         )
         return message

@@ -18,12 +18,15 @@ multipart bodies, method names case-insensitive as in Telegram):
 * ``sendMessage`` and ``editMessageText`` with Telegram's validation (empty text, more
   than 4096 UTF-16 code units, entities out of bounds or malformed, a simple MarkdownV2
   reserved-character check, ``message_thread_id`` outside a forum, unknown reply target);
+* inline keyboards (``reply_markup``, kept on the message), ``answerCallbackQuery`` and
+  ``editMessageReplyMarkup``, and ``tap`` to build the update a tap on a button makes;
 * ``sendChatAction``, ``setMyCommands``, ``getMyCommands``, ``deleteMyCommands``,
   ``getFile`` (registered files), ``close`` and ``logOut``;
 * file downloads under ``/file/bot{token}/{file_path}``.
 
 Everything is recorded (``requests``, ``calls``, ``sent``, ``edits``, ``actions``,
-``commands``, ``webhook``); ``wait_*`` helpers wake on events, never by sleeping.
+``commands``, ``webhook``, ``callback_answers``, ``markup_edits``); ``wait_*`` helpers wake
+on events, never by sleeping.
 Failures are injected per method (``fail``) and per chat (``block_chat``).
 
 The server itself is a ``tests.fakes.loopback.LoopbackServer``. This module is the
@@ -51,6 +54,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.telegram_buttons import ButtonsMixin, CallbackAnswer, MarkupEdit
 from tests.fakes.telegram_checks import MAX_MESSAGE_UTF16
 from tests.fakes.telegram_methods import (
     MAX_DOWNLOAD_BYTES,
@@ -102,11 +106,13 @@ __all__ = [
     "MAX_MESSAGE_UTF16",
     "ApiCall",
     "ApiError",
+    "CallbackAnswer",
     "ChatAction",
     "Edit",
     "FakeTelegram",
     "Failure",
     "Json",
+    "MarkupEdit",
     "SentMessage",
     "StoredFile",
     "WebhookState",
@@ -141,7 +147,7 @@ class ApiCall:
 # -- the fake -----------------------------------------------------------------------------
 
 
-class FakeTelegram(UpdatesMixin, MethodsMixin, MessageBuildersMixin):
+class FakeTelegram(UpdatesMixin, MethodsMixin, ButtonsMixin, MessageBuildersMixin):
     """A scripted Telegram Bot API server; use as ``async with``.
 
     ``token`` is the only token accepted (others get 401); the bot's id is the token's
@@ -173,6 +179,11 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MessageBuildersMixin):
         self.blocked_chats: set[int] = set()
         self.chats: dict[int, Json] = {}
         self.messages: dict[tuple[int, int], Json] = {}
+        self.callback_queries: dict[str, Json] = {}
+        self.answered_queries: set[str] = set()
+        self.callback_answers: list[CallbackAnswer] = []
+        self.markup_edits: list[MarkupEdit] = []
+        self._query_ids = itertools.count(4_417_000_000_000_000_001)
         self._failures: dict[str, deque[Failure | None]] = {}  # None: let one through
         self._update_ids = itertools.count(first_update_id)
         self._message_ids = itertools.count(1)
@@ -190,6 +201,8 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MessageBuildersMixin):
             "getWebhookInfo": self._get_webhook_info,
             "sendMessage": self._send_message,
             "editMessageText": self._edit_message_text,
+            "editMessageReplyMarkup": self._edit_message_reply_markup,
+            "answerCallbackQuery": self._answer_callback_query,
             "sendChatAction": self._send_chat_action,
             "setMyCommands": self._set_my_commands,
             "getMyCommands": self._get_my_commands,

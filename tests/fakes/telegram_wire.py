@@ -56,6 +56,7 @@ _STRING_PARAMS = frozenset(
         "file_id",
         "language_code",
         "inline_message_id",
+        "callback_query_id",
         "ip_address",
         "business_connection_id",
         "message_effect_id",
