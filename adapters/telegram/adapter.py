@@ -15,6 +15,7 @@
   it in the outbox, retried with backoff. Chunks already sent are not sent again, even
   after a restart (the outbox records them).
 - **Typing** is shown, refreshed every 4 s, while a turn runs.
+- **Buttons** under a reply, and taps on them (``adapters.telegram.buttons``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 
 from adapters.attachments import not_downloaded, save_attachment, too_big
+from adapters.telegram.buttons import Keyboards, Taps
 from adapters.telegram.send import ReplySender, retry_seconds
 from adapters.telegram.updates import (
     Access,
@@ -65,7 +67,7 @@ from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ["message", "edited_message"]
+ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 TYPING_EVERY_SECONDS = 4.0
 # Pauses between tries while the Bot API cannot be reached or refuses polling.
@@ -122,7 +124,9 @@ class TelegramAdapter:
         self._me: BotIdentity | None = None
         self._tasks = TaskSet("telegram")
         self._told_backlog: set[int] = set()
-        self._replies = ReplySender(self._bot)
+        keyboards = Keyboards()
+        self._replies = ReplySender(self._bot, keyboards)
+        self._taps = Taps(self._bot, keyboards, lambda: self._me, now)
         # Typing is refreshed every 4 s (Telegram shows it for 5).
         self._typing = TypingIndicator(self._send_typing, self._tasks, every=TYPING_EVERY_SECONDS)
         self.healthy = False
@@ -271,6 +275,9 @@ class TelegramAdapter:
         assert self._inbox is not None
         assert self._me is not None
         o = self.options
+        if update.callback_query is not None:  # a button tapped under a reply
+            await self._taps.take(self._inbox, update, o.access)
+            return
         decision = decide(
             update,
             self._me,

@@ -5,7 +5,9 @@ formatting Telegram rejects is resent plain, a vanished topic falls back to the 
 (``fallbacks``), ``RetryAfter`` is waited out; a blocked bot or another permanent refusal
 makes the reply ``Undeliverable`` (and the chat is not tried again until the person writes),
 anything else a ``DeliveryError`` the outbox retries. Chunks already sent before a
-failure are skipped on the retry, after a restart too (``adapters.reply_parts``).
+failure are skipped on the retry, after a restart too (``adapters.reply_parts``). A
+reply's ``actions`` become an inline keyboard on its last message
+(``adapters.telegram.buttons``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import functools
 import logging
 from datetime import timedelta
 
-from telegram import Bot, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -25,6 +27,7 @@ from telegram.error import (
 )
 
 from adapters.reply_parts import PartProgress
+from adapters.telegram.buttons import Keyboards
 from adapters.telegram.format import Chunk, plain_chunk, render
 from core.errors import DeliveryError, DeliveryRateLimited, Undeliverable
 from core.messages import OutboundMessage
@@ -41,8 +44,9 @@ RATE_LIMIT_WAITS = RetryPolicy(attempts=4, base_seconds=0.0, max_seconds=MAX_RET
 class ReplySender:
     """See the module docstring."""
 
-    def __init__(self, bot: Bot) -> None:
+    def __init__(self, bot: Bot, keyboards: Keyboards) -> None:
         self._bot = bot
+        self._keyboards = keyboards
         self.progress = PartProgress()
         # Chats whose person blocked the bot: not tried again until they write again.
         self._unreachable: set[str] = set()
@@ -55,12 +59,23 @@ class ReplySender:
         if msg.chat_id in self._unreachable:
             raise Undeliverable(f"telegram chat {msg.chat_id}: the bot was blocked")
 
+        chunks = render(msg.text)
+        keyboard = self._keyboards.markup(msg.actions)
+
         async def one(index: int, chunk: Chunk) -> str:
-            return await self._send_chunk(msg, chunk, msg.reply_to if index == 0 else None)
+            # The buttons go under the last part, where the reply ends.
+            markup = keyboard if index == len(chunks) - 1 else None
+            return await self._send_chunk(msg, chunk, msg.reply_to if index == 0 else None, markup)
 
-        return await self.progress.send(msg, render(msg.text), one)
+        return await self.progress.send(msg, chunks, one)
 
-    async def _send_chunk(self, msg: OutboundMessage, chunk: Chunk, reply_to: str | None) -> str:
+    async def _send_chunk(
+        self,
+        msg: OutboundMessage,
+        chunk: Chunk,
+        reply_to: str | None,
+        markup: InlineKeyboardMarkup | None,
+    ) -> str:
         reply = (
             ReplyParameters(int(reply_to), allow_sending_without_reply=True)
             if reply_to and reply_to.isdigit()
@@ -70,7 +85,7 @@ class ReplySender:
         for index, (candidate, thread) in enumerate(tries):
             try:
                 return await retry_async(
-                    functools.partial(self._send_once, msg, candidate, thread, reply),
+                    functools.partial(self._send_once, msg, candidate, thread, reply, markup),
                     policy=RATE_LIMIT_WAITS,
                     retry_on=(DeliveryRateLimited,),
                 )
@@ -87,6 +102,7 @@ class ReplySender:
         chunk: Chunk,
         thread: int | None,
         reply: ReplyParameters | None,
+        markup: InlineKeyboardMarkup | None,
     ) -> str:
         """One ``sendMessage``; Telegram's errors as chatgate's (``BadRequest`` is left to
         the caller, which falls back)."""
@@ -97,6 +113,7 @@ class ReplySender:
                 entities=list(chunk.entities) or None,
                 message_thread_id=thread,
                 reply_parameters=reply,
+                reply_markup=markup,
             )
         except RetryAfter as exc:
             pause = min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS)

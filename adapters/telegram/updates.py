@@ -21,7 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from telegram import Message, MessageEntity, Update
+from telegram import Message, MessageEntity, Update, User
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +44,14 @@ class Access:
         return cls(names, frozenset(c.strip() for c in chats if c.strip()), everyone)
 
     def allows(self, message: Message) -> bool:
+        return self.admits(message.from_user, message.chat.id)
+
+    def admits(self, user: User | None, chat_id: int) -> bool:
+        """Whether ``user`` writing (or tapping a button) in chat ``chat_id`` is let in."""
         if self.everyone:
             return True
-        if str(message.chat.id) in self.chats:
+        if str(chat_id) in self.chats:
             return True
-        user = message.from_user
         if user is None:
             return False
         username = (user.username or "").lower()
