@@ -502,3 +502,20 @@ async def test_server_error_is_retried_then_forbidden_raises(fake: FakeDiscord, 
     with pytest.raises(discord.DiscordServerError):
         await general.typing()
     assert [s.content for s in fake.sent] == ["after one 500"]
+
+
+# -- message components ---------------------------------------------------------------------
+
+
+async def test_buttons_are_kept_on_the_message_and_checked(fake: FakeDiscord, bot: Bot) -> None:
+    view = discord.ui.View()
+    view.add_item(discord.ui.Button(label="Yes", custom_id="/yes"))
+    sent = await _text_channel(bot, GENERAL_ID).send("Sure?", view=view)
+    [row] = fake.history(GENERAL_ID)[-1]["components"]
+    assert [(b["label"], b["custom_id"]) for b in row["components"]] == [("Yes", "/yes")]
+    assert len(sent.components) == 1  # discord.py reads the row back
+    too_long = discord.ui.View()
+    too_long.add_item(discord.ui.Button(label="Long", custom_id="x" * 101))
+    with pytest.raises(discord.HTTPException) as refused:
+        await _text_channel(bot, GENERAL_ID).send("Sure?", view=too_long)
+    assert refused.value.code == 50035

@@ -3,8 +3,9 @@
 Routing, bot-token and interaction-token auth, request recording, injected failures
 (``fail``) and the handlers: login and gateway discovery, channels, messages (send with
 Discord's validation, history, fetch, edit, delete), typing, DMs, members, application
-commands, interaction callbacks, followups and ``@original``; attachments are served
-under ``/attachments/``.
+commands, interaction callbacks (4 and 5; 6 and 7 for a clicked button), followups and
+``@original``; attachments are served under ``/attachments/``. Components are checked
+by ``tests.fakes.discord_components``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes import discord_payloads as p
+from tests.fakes.discord_components import checked_components
 from tests.fakes.discord_payloads import APPLICATION_ID, BOT_USER, DEFAULT_USER, GUILD_ID, Json
 
 API_PREFIX = "/api/v10"
@@ -354,6 +356,8 @@ class RestMixin:
             message["content"] = content
         if "embeds" in payload:
             message["embeds"] = payload["embeds"] or []
+        if "components" in payload:
+            message["components"] = checked_components(payload)
         message["flags"] = int(message.get("flags", 0)) & ~128  # no longer loading
         message["edited_timestamp"] = p.iso(p.snowflake_time(p.new_snowflake()))
         self._dispatch("MESSAGE_UPDATE", message)
@@ -373,7 +377,8 @@ class RestMixin:
         if len(content) > p.MAX_CONTENT:
             raise p.invalid("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
         embeds = payload.get("embeds") or []
-        if not content and not files and not embeds and not payload.get("sticker_ids"):
+        components = checked_components(payload)
+        if not (content or files or embeds or components or payload.get("sticker_ids")):
             raise p.ApiError(400, *p.EMPTY_MESSAGE)
         reference = self._bot_reference(channel, payload.get("message_reference"))
         attachments = [
@@ -391,6 +396,7 @@ class RestMixin:
             interaction=interaction,
             flags=int(payload.get("flags") or 0),
         )
+        message["components"] = components
         self._store(message)
         self._dispatch("MESSAGE_CREATE", message)
         return message
@@ -487,6 +493,12 @@ class RestMixin:
             self._record_sent(message, "interaction", interaction_id, files, data)
             found.original_id = message["id"]
             resource["message"] = message
+        elif response_type in (6, 7):
+            message = self._component_message(found)
+            if response_type == 7:  # the message the button is under, edited in place
+                message = self._edit(message, data, files, interaction_id)
+                resource["message"] = message
+            found.original_id = message["id"]
         elif response_type == 5:
             loading = self._build_message(
                 p.new_snowflake(), channel, BOT_USER, "", interaction=True, flags=128
@@ -516,6 +528,15 @@ class RestMixin:
             },
             "resource": resource,
         }
+
+    def _component_message(self, found: Interaction) -> Json:
+        """The message whose button was clicked (types 6 and 7 answer only those)."""
+        if found.payload["type"] != 3:
+            raise p.invalid("type", "INTERACTION_CALLBACK_TYPE_INVALID", "Invalid callback type")
+        message = self._find_message(found.payload["channel_id"], found.payload["message"]["id"])
+        if message is None:
+            raise p.ApiError(404, *p.UNKNOWN_MESSAGE)
+        return message
 
     def _webhook_interaction(self, request: Request) -> Interaction:
         token = request.path_params["token"]

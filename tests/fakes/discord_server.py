@@ -25,8 +25,11 @@ discord.py only decompresses binary frames.
 
 REST (``/api/v10``, ``Authorization: Bot <token>``): login, gateway discovery, channels,
 messages (send with Discord's validation, history, fetch, edit, delete), typing, DMs,
-application commands (global and guild), interaction callbacks, followups and
-``@original``. Attachments are served under ``/attachments/``.
+application commands (global and guild), interaction callbacks (a message, a deferral,
+and for buttons 6 and 7: acknowledge, or update the message), followups and
+``@original``; message components (action rows of buttons) checked as Discord checks
+them and kept on the message, ``click`` to press one. Attachments are served under
+``/attachments/``.
 
 Everything is recorded (``requests``, ``sent``, ``typing``, ``commands``, ``responses``,
 ``identifies``, ``resumes``); ``wait_*`` helpers wake on events, never by sleeping.
@@ -421,10 +424,41 @@ class FakeDiscord(GatewayMixin, RestMixin):
         if "guild_id" in command:
             data["guild_id"] = command["guild_id"]
         channel = self.dm_channel(user) if dm else self.channels[channel_id or GENERAL_ID]
+        return self.dispatch_interaction(self._interaction_payload(2, data, channel, user, dm))
+
+    def click(self, message_id: str, label: str, *, user: Json = DEFAULT_USER) -> Json:
+        """Dispatch the INTERACTION_CREATE (MESSAGE_COMPONENT) of ``user`` clicking the
+        button labelled ``label`` under the bot's message ``message_id``; returns it."""
+        message = next(
+            (m for ms in self.messages.values() for m in ms if m["id"] == message_id), None
+        )
+        if message is None:
+            raise LookupError(f"no message {message_id}")
+        buttons = [b for row in message.get("components", []) for b in row["components"]]
+        button = next((b for b in buttons if b.get("label") == label), None)
+        if button is None:
+            raise LookupError(f"no button {label!r} under message {message_id}")
+        self.users.setdefault(user["id"], user)
+        channel = self.channels[message["channel_id"]]
+        data: Json = {"custom_id": button["custom_id"], "component_type": button["type"]}
+        payload = self._interaction_payload(3, data, channel, user, channel["type"] == p.DM)
+        payload["message"] = copy.deepcopy(message)
+        return self.dispatch_interaction(payload)
+
+    def dispatch_interaction(self, payload: Json) -> Json:
+        """Dispatch INTERACTION_CREATE ``payload`` (again, to model a redelivery)."""
+        if payload["id"] not in self.interactions:
+            self.interactions[payload["id"]] = Interaction(payload, time.monotonic())
+        self._dispatch("INTERACTION_CREATE", payload)
+        return payload
+
+    def _interaction_payload(
+        self, kind: int, data: Json, channel: Json, user: Json, dm: bool
+    ) -> Json:
         payload: Json = {
             "id": p.new_snowflake(),
             "application_id": APPLICATION_ID,
-            "type": 2,
+            "type": kind,
             "data": data,
             "channel_id": channel["id"],
             "channel": copy.deepcopy(channel),
@@ -448,8 +482,6 @@ class FakeDiscord(GatewayMixin, RestMixin):
                 context=0,
                 authorizing_integration_owners={"0": GUILD_ID},
             )
-        self.interactions[payload["id"]] = Interaction(payload, time.monotonic())
-        self._dispatch("INTERACTION_CREATE", payload)
         return payload
 
     def _registered_command(self, name: str) -> Json:
