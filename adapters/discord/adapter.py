@@ -15,8 +15,8 @@
   message that could not be stored is read again the same way, soon.
 - **Health** (``adapters.discord.watchdog``): ``healthy`` (``/readyz``) is False from a
   disconnect until READY or RESUMED; a deaf connection is replaced.
-- **Replies** (``adapters.discord.send``) and **slash commands**
-  (``adapters.discord.commands``).
+- **Replies** (``adapters.discord.send``), **slash commands** (``adapters.discord.commands``)
+  and **buttons** under replies, read back by their ``custom_id`` (``.buttons``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from fastapi import FastAPI
 
+from adapters.discord.buttons import Buttons, Clicks
 from adapters.discord.catchup import CatchUp, Scope
 from adapters.discord.commands import SlashCommands
 from adapters.discord.ingest import Ingester, IngestRules
@@ -145,7 +146,7 @@ class DiscordAdapter:
         self._interactions = Interactions()
         self._message_content = options.message_content
         self._client, self._tree = self._new_client()
-        self._replies = ReplySender(lambda: self._client, self._interactions)
+        self._replies = ReplySender(lambda: self._client, self._interactions, Buttons())
         self._watchdog = Watchdog(
             lambda: self._client, self._heal, silence=options.watchdog_silence_seconds
         )
@@ -153,6 +154,7 @@ class DiscordAdapter:
         self._ingester: Ingester | None = None
         self._catch_up: CatchUp | None = None
         self._commands: SlashCommands | None = None
+        self._clicks: Clicks | None = None
         self._connection: asyncio.Future[None] | None = None
         self._healing = False
         self._closed = False
@@ -177,6 +179,7 @@ class DiscordAdapter:
             self.on_resumed,
             self.on_disconnect,
             self.on_message,
+            self.on_interaction,
             self.on_socket_event_type,
         ):
             client.event(handler)
@@ -199,6 +202,7 @@ class DiscordAdapter:
         scope = Scope(o.catch_up_max_age, o.access)
         self._catch_up = CatchUp(lambda: self._client, self._ingester.message, scope, now=self._now)
         self._commands = SlashCommands(self._interactions, self._ingester.command)
+        self._clicks = Clicks(self._replies.buttons, self._ingester.click)
         self._install_commands()
         discord.http.Route.BASE = o.api_base.rstrip("/")
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(o.gateway_url)
@@ -327,6 +331,10 @@ class DiscordAdapter:
 
     async def on_socket_event_type(self, event_type: str) -> None:
         self._watchdog.heard()
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        if not self._closed and self._clicks is not None:
+            await self._clicks.handle(interaction)  # a button under a reply, if one
 
     async def on_message(self, message: discord.Message) -> None:
         if self._closed or self._ingester is None:

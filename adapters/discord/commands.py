@@ -21,7 +21,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord.messages import Place, place_of
+from adapters.discord.messages import Place, place_of_interaction
 from adapters.discord.send import Interactions, OpenInteraction
 from core.access import TurnedAway
 
@@ -72,7 +72,8 @@ class SlashCommands:
         eats into Discord's 3 seconds, so the deferral does not wait for it.
         """
         entry = self._interactions.open(interaction)
-        submit = asyncio.ensure_future(self._submit(interaction, _place(interaction), text))
+        place = place_of_interaction(interaction)
+        submit = asyncio.ensure_future(self._submit(interaction, place, text))
         deadline = asyncio.get_running_loop().time() + DEFER_AFTER_SECONDS
         done, _ = await asyncio.wait({submit}, timeout=DEFER_AFTER_SECONDS)
         if submit in done and not await self._stored(entry, submit):
@@ -126,11 +127,3 @@ class SlashCommands:
             self._synced = True
         except discord.HTTPException as exc:  # a menu is a convenience: never a reason to stop
             log.warning("discord: could not register slash commands: %s", exc)
-
-
-def _place(interaction: discord.Interaction) -> Place:
-    channel = interaction.channel
-    if channel is not None:
-        return place_of(channel)
-    cid = str(interaction.channel_id)
-    return Place(cid, None, interaction.guild_id is not None, (cid,))

@@ -29,6 +29,7 @@ from adapters.typing_indicator import TypingIndicator
 from core.access import TurnedAway
 from core.inbox import Inbox
 from core.messages import Attachment, InboundMessage
+from core.store.records import Accepted
 from core.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,19 @@ class Ingester:
         )
         admission = await self._inbox.accept(msg)
         return admission if isinstance(admission, TurnedAway) else None
+
+    async def click(
+        self, interaction: discord.Interaction, place: Place, text: str, message_id: str
+    ) -> Accepted | TurnedAway:
+        """Store a button's command as typed by whoever clicked it, as an answer to the
+        message ``message_id`` the button is under."""
+        user = interaction.user
+        msg = dataclasses.replace(
+            self._inbound(place, str(user.id), user.display_name, text, message_id),
+            dedup_key=f"click:{interaction.id}",
+            allow_listed=self._rules.access.allows(user, place.channel_ids),
+        )
+        return await self._inbox.accept(msg)
 
     async def _reply_to_stranger(self, place: Place, text: str) -> None:
         client = self._client()

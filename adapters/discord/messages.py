@@ -106,6 +106,15 @@ def place_of(channel: discord.abc.MessageableChannel | discord.abc.Snowflake) ->
     return Place(str(channel.id), None, True, tuple(ids))
 
 
+def place_of_interaction(interaction: discord.Interaction) -> Place:
+    """Where a slash command was invoked, or a button clicked."""
+    channel = interaction.channel
+    if channel is not None:
+        return place_of(channel)
+    cid = str(interaction.channel_id)
+    return Place(cid, None, interaction.guild_id is not None, (cid,))
+
+
 @dataclass(frozen=True, slots=True)
 class Incoming:
     """A message for the agent."""

@@ -4,7 +4,8 @@ A reply becomes one message per chunk (``adapters.discord.format``): fences reop
 with their language, tables as lists. The first chunk references the message it
 answers. An answer to a slash command goes through the interaction (its first
 response, the deferred placeholder, then follow-ups) while the interaction lives,
-else to the channel.
+else to the channel. A reply's ``actions`` become buttons under its last message
+(``adapters.discord.buttons``).
 
 Nothing twice: each chunk carries a nonce derived from the outbox id, its index and
 its text, which Discord enforces (a resend within minutes returns the first message),
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import discord
 
+from adapters.discord.buttons import Buttons
 from adapters.discord.format import render
 from adapters.reply_parts import PartProgress
 from core.errors import DeliveryError, Undeliverable
@@ -90,12 +92,15 @@ class OpenInteraction:
                 log.warning("discord: could not answer interaction %s: %s", i.id, exc)
             self.answered.set()
 
-    async def send(self, text: str) -> str:
+    async def send(self, text: str, view: discord.ui.View | None = None) -> str:
+        buttons = _view(view)
         async with self.lock:
             i = self.interaction
             if not self.answered.is_set():
                 try:
-                    callback = await i.response.send_message(text, allowed_mentions=NO_MENTIONS)
+                    callback = await i.response.send_message(
+                        text, allowed_mentions=NO_MENTIONS, view=buttons
+                    )
                 except discord.HTTPException as exc:
                     if exc.code != ALREADY_ACKNOWLEDGED:
                         raise
@@ -107,10 +112,14 @@ class OpenInteraction:
                     self.answered.set()
                     return str(callback.message_id or i.id)
             if self.deferred and not self.placeholder_used:
-                edited = await i.edit_original_response(content=text, allowed_mentions=NO_MENTIONS)
+                edited = await i.edit_original_response(
+                    content=text, allowed_mentions=NO_MENTIONS, view=buttons
+                )
                 self.placeholder_used = True
                 return str(edited.id)
-            sent = await i.followup.send(text, wait=True, allowed_mentions=NO_MENTIONS)
+            sent = await i.followup.send(
+                text, wait=True, allowed_mentions=NO_MENTIONS, view=buttons
+            )
             return str(sent.id)
 
 
@@ -139,9 +148,15 @@ class Interactions:
 class ReplySender:
     """See the module docstring."""
 
-    def __init__(self, client: Callable[[], discord.Client], interactions: Interactions) -> None:
+    def __init__(
+        self,
+        client: Callable[[], discord.Client],
+        interactions: Interactions,
+        buttons: Buttons,
+    ) -> None:
         self._client = client
         self._interactions = interactions
+        self.buttons = buttons  # what the buttons it sends stand for: clicks read it
         self.progress = PartProgress()
 
     async def send(self, msg: OutboundMessage) -> str | None:
@@ -149,23 +164,30 @@ class ReplySender:
         if not usable(self._client()):
             raise DeliveryError("discord: not connected (logging in or reconnecting)")
 
+        chunks = render(msg.text) or ["…"]
+
         async def one(index: int, chunk: str) -> str:
-            return await self._send_chunk(msg, index, chunk)
+            # The buttons go under the last part, where the reply ends.
+            last = index == len(chunks) - 1
+            view = self.buttons.view(msg.actions) if last else None
+            return await self._send_chunk(msg, index, chunk, view)
 
-        return await self.progress.send(msg, render(msg.text) or ["…"], one)
+        return await self.progress.send(msg, chunks, one)
 
-    async def _send_chunk(self, msg: OutboundMessage, index: int, chunk: str) -> str:
+    async def _send_chunk(
+        self, msg: OutboundMessage, index: int, chunk: str, view: discord.ui.View | None
+    ) -> str:
         interaction = self._interactions.get(msg.reply_to)
         try:
             if interaction is not None:
                 try:
-                    return await interaction.send(chunk)
+                    return await interaction.send(chunk, view)
                 except (discord.NotFound, RuntimeError):
                     # The interaction is gone (expired, Discord forgot it, or the client
                     # that received it was replaced): the channel still takes the answer.
                     self._interactions.close(str(interaction.interaction.id))
-                    return await self._to_channel(msg, index, chunk, reference=False)
-            return await self._to_channel(msg, index, chunk, reference=index == 0)
+                    return await self._to_channel(msg, index, chunk, view, reference=False)
+            return await self._to_channel(msg, index, chunk, view, reference=index == 0)
         except discord.Forbidden as exc:
             raise Undeliverable(f"discord channel {_target(msg)}: {exc.text or exc}") from exc
         except discord.NotFound as exc:
@@ -179,25 +201,32 @@ class ReplySender:
             raise DeliveryError(f"discord: {exc.__class__.__name__}: {exc}") from exc
 
     async def _to_channel(
-        self, msg: OutboundMessage, index: int, chunk: str, *, reference: bool
+        self,
+        msg: OutboundMessage,
+        index: int,
+        chunk: str,
+        view: discord.ui.View | None,
+        *,
+        reference: bool,
     ) -> str:
         channel_id = int(_target(msg))
         channel = self._client().get_partial_messageable(channel_id)
         nonce_ = nonce(msg.id, index, chunk)
+        buttons = _view(view)
         if reference and msg.reply_to and msg.reply_to.isdigit():
             ref = discord.MessageReference(
                 message_id=int(msg.reply_to), channel_id=channel_id, fail_if_not_exists=False
             )
             try:
                 sent = await channel.send(
-                    chunk, reference=ref, allowed_mentions=NO_MENTIONS, nonce=nonce_
+                    chunk, reference=ref, allowed_mentions=NO_MENTIONS, nonce=nonce_, view=buttons
                 )
                 return str(sent.id)
             except discord.HTTPException as exc:
                 if exc.code != CANNOT_REPLY_WITHOUT_HISTORY:
                     raise
                 # Without Read Message History a reply cannot quote: send it plain.
-        sent = await channel.send(chunk, allowed_mentions=NO_MENTIONS, nonce=nonce_)
+        sent = await channel.send(chunk, allowed_mentions=NO_MENTIONS, nonce=nonce_, view=buttons)
         return str(sent.id)
 
 
@@ -210,6 +239,12 @@ def nonce(outbox_id: int, index: int, text: str) -> str:
     """At most 25 characters, the same for the same chunk of the same reply only."""
     digest = hashlib.blake2s(text.encode(), digest_size=5).hexdigest()
     return f"{outbox_id:x}.{index}.{digest}"[-25:]
+
+
+def _view(view: discord.ui.View | None) -> discord.ui.View:
+    """The ``view`` argument: discord.py's ``MISSING`` when there are no buttons, so a
+    message is sent, or an edit made, exactly as without the argument."""
+    return view if view is not None else discord.utils.MISSING
 
 
 def _target(msg: OutboundMessage) -> str:
