@@ -105,6 +105,8 @@ class TerminalAdapter:
 
     async def send(self, msg: OutboundMessage) -> str | None:
         self._print(msg.text)
+        if msg.actions:  # no buttons here: the commands they stand for, to type
+            self._print("  " + " | ".join(f"{a.label}: {a.command}" for a in msg.actions))
         return None
 
     async def say(self, text: str) -> None:
