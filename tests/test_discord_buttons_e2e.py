@@ -7,6 +7,7 @@ back into the gateway as the command typed by the person who clicked.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from adapters.base import Adapter
@@ -116,3 +117,27 @@ async def test_a_long_reply_has_its_buttons_on_the_last_part(
 
 def _answers(dc: FakeDiscord, message_id: str) -> int:
     return sum(1 for m in dc.sent if m.reference_id == message_id and m.via == "channel")
+
+
+async def test_a_click_stored_slowly_is_acknowledged_first_then_the_buttons_go(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai) as gw:
+        await adapter(gw).send(reply("Need a hand?", HELP))
+        [offer] = await dc.wait_sent(1)
+        # Another process holds the database's write lock: storing the click waits.
+        busy = sqlite3.connect(home / "state.db", isolation_level=None)
+        try:
+            busy.execute("BEGIN IMMEDIATE")
+            click = dc.click(offer.id, "Help")
+            [ack] = await dc.wait_responses(1)
+        finally:
+            busy.execute("COMMIT")
+            busy.close()
+        await dc.wait_until(lambda: _answers(dc, offer.id) == 1, what="the /help answer")
+        await dc.wait_until(lambda: any(m.interaction_id == click["id"] for m in dc.sent))
+
+    assert (ack.type, ack.seconds_after_dispatch < 3) == (6, True)
+    [edit] = [m for m in dc.sent if m.interaction_id == click["id"]]
+    assert (edit.id, edit.via, edit.payload["components"]) == (offer.id, "edit", [])
+    assert buttons(next(m for m in dc.history(GENERAL_ID) if m["id"] == offer.id)) == []
