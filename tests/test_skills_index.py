@@ -17,8 +17,10 @@ TOOLS = ("skill_view", "terminal")
 EXPECTED = """\
 ## Skills (mandatory)
 
-Before replying, scan the skills below. If a skill matches or is even partly relevant \
-to your task, load it with skill_view(name) before acting and follow its instructions.
+Before replying, scan the skills below. If a skill matches or is even partially relevant \
+to your task, you MUST load it with skill_view(name) and follow its instructions. Err on the \
+side of loading — it is always better to have context you don't need than to miss critical \
+steps, pitfalls, or established workflows.
 
 - broken: [broken: frontmatter has no description]
 - zeta: Last uncategorised

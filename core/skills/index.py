@@ -24,9 +24,12 @@ from core.skills.library import SKILL_FILE, Library, Skill, load_library, skill_
 logger = logging.getLogger(__name__)
 
 HEADER = "## Skills (mandatory)"
+# The seed's mandatory-load wording, kept word for word: loading is an obligation.
 INSTRUCTION = (
-    "Before replying, scan the skills below. If a skill matches or is even partly relevant "
-    "to your task, load it with skill_view(name) before acting and follow its instructions."
+    "Before replying, scan the skills below. If a skill matches or is even partially "
+    "relevant to your task, you MUST load it with skill_view(name) and follow its "
+    "instructions. Err on the side of loading — it is always better to have context you "
+    "don't need than to miss critical steps, pitfalls, or established workflows."
 )
 SNAPSHOT_NAME = ".skills_prompt_snapshot.json"
 SNAPSHOT_VERSION = 1
