@@ -137,7 +137,11 @@ class MemoryWriteHook(Protocol):
         self, *, target: str, action: str, content: str, session_id: str
     ) -> None:
         """One applied operation: ``target`` "memory" or "user", ``action`` "add", "patch"
-        or "remove"; ``content`` the entry as it now reads (add, patch) or the entry removed."""
+        or "remove"; ``content`` the entry as it now reads (add, patch) or the entry removed.
+
+        Called for the ``memory`` tool's writes (the model's and the background review's).
+        A write staged by ``memory.write_approval`` is not mirrored, neither when staged
+        nor when a person approves it later (``/memory approve``, ``chatgate memory``)."""
         ...
 
 
