@@ -19,8 +19,8 @@ they were added:
 - ``pre_compress(row, older)``: before compaction summarises ``older`` (the messages
   about to leave the live context); text a hook returns is added to the summariser's
   input as notes to keep;
-- ``memory_written(write)``: after the ``memory`` tool applied a change to MEMORY.md or
-  USER.md (one call per changed entry);
+- ``memory_written(write)``: after the ``memory`` tool (or ``/memory approve``) applied
+  a change to MEMORY.md or USER.md (one call per changed entry);
 - ``status_lines(row)``: what ``/status`` adds about an open session;
 - ``prompt_blocks(msg)``: blocks for a new session's volatile prompt tier, sorted by
   their ``order`` (indexes, then memory snapshots, then external memory). They may

@@ -195,3 +195,25 @@ async def test_a_lower_ceiling_applies_to_smaller_recall(
     sent = sent_user_text(fake_openai, 0)
     assert "[Recall cut: 3,000 of 5,000 characters left out" in sent
     assert TAIL not in sent
+
+
+async def test_a_staged_write_is_mirrored_when_it_is_approved(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    configure(home, memory="  write_approval: true\nwebhook:\n  owners: [u1]\n")
+    fake_openai.reply_tool_call(
+        "memory", {"target": "memory", "action": "add", "content": "Deploys on Fridays"}
+    )
+    fake_openai.reply_text("Staged.")
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("note that we deploy on Fridays")
+        assert recorded(home, "on_memory_write") == []  # staged is not written
+        await gw.say("/memory approve all")
+
+    [write] = recorded(home, "on_memory_write")
+    assert (write["target"], write["action"], write["content"]) == (
+        "memory",
+        "add",
+        "Deploys on Fridays",
+    )
+    assert write["session_id"] == ""  # a staged write does not record its session

@@ -139,9 +139,11 @@ class MemoryWriteHook(Protocol):
         """One applied operation: ``target`` "memory" or "user", ``action`` "add", "patch"
         or "remove"; ``content`` the entry as it now reads (add, patch) or the entry removed.
 
-        Called for the ``memory`` tool's writes (the model's and the background review's).
-        A write staged by ``memory.write_approval`` is not mirrored, neither when staged
-        nor when a person approves it later (``/memory approve``, ``chatgate memory``)."""
+        Called for the ``memory`` tool's writes (the model's and the background review's)
+        and, with ``memory.write_approval``, when ``/memory approve`` in a chat applies a
+        staged write (``session_id`` is then "": a staged write does not record its session).
+        Writes approved from the shell (``chatgate memory approve``) run in another
+        process and are not mirrored."""
         ...
 
 

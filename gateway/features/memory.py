@@ -95,7 +95,11 @@ class Memory:
                 )
             ],
             commands=memory_commands(
-                files, pending, approval=m.write_approval, approvers=m.approvers
+                files,
+                pending,
+                approval=m.write_approval,
+                approvers=m.approvers,
+                on_write=ctx.core.hooks.wrote_memory,
             ),
             guidance={"memory": GUIDANCE},
             prompt_blocks=[
