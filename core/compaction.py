@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.models.base import ChatMessage, ModelClient, ModelRequest
 from core.store.records import NewMessage, StoredMessage
@@ -26,6 +27,7 @@ SUMMARY_PREFIX = "[Summary of the earlier part of this conversation, written whe
 ACKNOWLEDGEMENT = "Understood. I have the summary and will continue from here."
 NOTICE = "(Earlier messages were summarised to keep this conversation within the model's context.)"
 CHARS_PER_TOKEN = 4
+NOTES_HEADING = "[Notes to keep in the summary, from the agent's memory provider:]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +78,36 @@ def plan(stored: Sequence[StoredMessage], keep_recent: int) -> Plan | None:
     return Plan(older=list(stored[:cut]), recent=list(stored[cut:]))
 
 
-async def summarise(model: ModelClient, older: Sequence[StoredMessage]) -> str:
-    """Ask the model for a summary of ``older``; raises ``ModelError`` when it cannot."""
+async def summarise(
+    model: ModelClient, older: Sequence[StoredMessage], notes: Sequence[str] = ()
+) -> str:
+    """Ask the model for a summary of ``older``; raises ``ModelError`` when it cannot.
+
+    ``notes`` (from the ``pre_compress`` hooks, e.g. a memory provider) follow the
+    transcript as points the summary must keep.
+    """
+    text = transcript_text(older)
+    if notes:
+        text += f"\n\n{NOTES_HEADING}\n\n" + "\n\n".join(notes)
     request = ModelRequest(
         system=SUMMARY_INSTRUCTION,
-        messages=[ChatMessage(role="user", content=transcript_text(older))],
+        messages=[ChatMessage(role="user", content=text)],
     )
     reply = await model.complete(request)
     return (reply.content or "").strip()
+
+
+def message_dicts(messages: Sequence[StoredMessage]) -> list[dict[str, Any]]:
+    """``messages`` as plain dicts for code outside the core (a memory provider)."""
+    shaped: list[dict[str, Any]] = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content or ""}
+        if m.tool_name:
+            item["tool_name"] = m.tool_name
+        if m.tool_calls:
+            item["tool_calls"] = [dict(call) for call in m.tool_calls]
+        shaped.append(item)
+    return shaped
 
 
 def transcript_text(messages: Sequence[StoredMessage]) -> str:

@@ -16,6 +16,11 @@ they were added:
   failing hook is logged and never touches the answer already given;
 - ``session_started(row)`` and ``session_ended(session_id)``: a session comes into use
   in this process, or ends (``/new``, compaction);
+- ``pre_compress(row, older)``: before compaction summarises ``older`` (the messages
+  about to leave the live context); text a hook returns is added to the summariser's
+  input as notes to keep;
+- ``memory_written(write)``: after the ``memory`` tool (or ``/memory approve``) applied
+  a change to MEMORY.md or USER.md (one call per changed entry);
 - ``status_lines(row)``: what ``/status`` adds about an open session;
 - ``prompt_blocks(msg)``: blocks for a new session's volatile prompt tier, sorted by
   their ``order`` (indexes, then memory snapshots, then external memory). They may
@@ -30,9 +35,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from core.memory.writes import MemoryWrite, OnMemoryWrite
 from core.messages import InboundMessage
 from core.session_state import SessionState
-from core.store.records import InboxItem, SessionRow
+from core.store.records import InboxItem, SessionRow, StoredMessage
 from core.turn import TurnResult
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,8 @@ TurnDone = Callable[[SessionState, InboxItem, TurnResult], Awaitable[None]]
 SessionStarted = Callable[[SessionRow], Awaitable[None]]
 SessionEnded = Callable[[str], Awaitable[None]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
+PreCompress = Callable[[SessionRow, Sequence[StoredMessage]], Awaitable[str | None]]
+MemoryWritten = OnMemoryWrite
 
 # Where a block sits in the volatile tier (lower first): the order DESIGN.md documents.
 INDEX_BLOCKS = 10
@@ -79,6 +87,8 @@ class TurnHooks:
     session_started: list[SessionStarted] = field(default_factory=list)
     session_ended: list[SessionEnded] = field(default_factory=list)
     status_lines: list[StatusLines] = field(default_factory=list)
+    pre_compress: list[PreCompress] = field(default_factory=list)
+    memory_written: list[MemoryWritten] = field(default_factory=list)
     prompt_blocks: list[PromptBlock] = field(default_factory=list)
     tool_guidance: dict[str, str] = field(default_factory=dict)
 
@@ -118,6 +128,28 @@ class TurnHooks:
     async def ended(self, session_id: str) -> None:
         for hook in self.session_ended:
             await hook(session_id)
+
+    async def compaction_notes(self, row: SessionRow, older: Sequence[StoredMessage]) -> list[str]:
+        """What the ``pre_compress`` hooks want the summary of ``older`` to keep; a failing
+        hook is logged and compaction goes on without its notes."""
+        notes = []
+        for hook in self.pre_compress:
+            try:
+                note = await hook(row, older)
+            except Exception:  # compaction must not fail for a hook
+                log.exception("pre-compaction hook failed for session %s", row.id)
+                continue
+            if note and note.strip():
+                notes.append(note.strip())
+        return notes
+
+    async def wrote_memory(self, write: MemoryWrite) -> None:
+        """Tell the ``memory_written`` hooks; the write is on disk whatever they do."""
+        for hook in self.memory_written:
+            try:
+                await hook(write)
+            except Exception:  # the tool's answer stands
+                log.exception("memory-write hook failed for session %s", write.session_id)
 
     async def status(self, row: SessionRow) -> list[list[str]]:
         return [await lines(row) for lines in self.status_lines]

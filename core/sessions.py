@@ -140,8 +140,9 @@ class SessionKeeper:
         cut = compaction.plan(await self._db.history(state.row.id), keep)
         if cut is None:
             return None
+        notes = await self._hooks.compaction_notes(state.row, cut.older)
         try:
-            summary = await compaction.summarise(self._model, cut.older)
+            summary = await compaction.summarise(self._model, cut.older, notes)
         except ModelError as exc:
             log.warning("compaction of %s skipped: %s", state.row.id, exc.__class__.__name__)
             return None

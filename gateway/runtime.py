@@ -260,6 +260,8 @@ def _add(core: Core, scheduler: Scheduler, c: Contribution) -> None:
     hooks.session_started.extend(c.session_started)
     hooks.session_ended.extend(c.session_ended)
     hooks.status_lines.extend(c.status_lines)
+    hooks.pre_compress.extend(c.pre_compress)
+    hooks.memory_written.extend(c.memory_written)
     for job in c.jobs:
         scheduler.every(job.id, job.name, job.every_seconds, job.check, first_in=job.first_in)
 

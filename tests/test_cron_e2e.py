@@ -116,6 +116,10 @@ async def test_attached_skills_are_loaded_and_counted(
 
     run_request = fake_openai.requests[-1]
     assert "Label each PR." in run_request["messages"][1]["content"]
+    assert run_request["messages"][1]["content"].startswith(
+        '[IMPORTANT: The user has invoked the "pr-triage" skill, indicating they want you to '
+        "follow its instructions. The full skill content is loaded below.]"
+    )
     assert TASK in run_request["messages"][1]["content"]
     assert replies == ["Scheduled.", "Labelled."]
     usage = json.loads((home / "skills" / ".usage.json").read_text())

@@ -265,7 +265,10 @@ async def test_attached_skills_are_loaded_at_run_time_and_their_use_counted(h: H
 
     assert result.status == "ok"
     [prompt] = h.model.prompts
-    assert 'attached the skill "digest"' in prompt
+    assert prompt.startswith(
+        '[IMPORTANT: The user has invoked the "digest" skill, indicating they want you to '
+        "follow its instructions. The full skill content is loaded below.]\n\n"
+    )
     assert "Group items by topic, newest first." in prompt
     assert "description: digest steps" not in prompt  # the body, not the frontmatter
     assert prompt.index("newest first") < prompt.index("Summarise the news")

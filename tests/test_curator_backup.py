@@ -13,6 +13,7 @@ import pytest
 
 from core.curator.backup import ARCHIVE_NAME, PRE_ROLLBACK, SkillBackups
 from core.errors import BackupError
+from core.skills.index import SNAPSHOT_NAME
 from core.skills.store import SkillStore
 
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z
@@ -25,6 +26,7 @@ def tree(skills: Path) -> dict[str, bytes]:
         for path in sorted(skills.rglob("*"))
         if path.is_file()
         and not path.relative_to(skills).as_posix().startswith((".curator_backups", ".locks"))
+        and path.name != SNAPSHOT_NAME  # the rebuildable index, rewritten after each write
         and not path.name.endswith(".lock")
     }
 

@@ -366,3 +366,32 @@ def test_compose_without_recall_leaves_api_content_null(recall: str) -> None:
 def test_compose_puts_the_fence_after_the_users_words() -> None:
     sent = compose_user_api_content("What's the weather?", "lives in Oslo")
     assert sent == "What's the weather?\n\n" + fence("lives in Oslo")
+
+
+# optional hooks
+
+
+async def test_a_provider_without_the_optional_hooks_gets_no_ops() -> None:
+    from core.memory.provider import MemoryWriteHook, PreCompressHook, TurnStartHook
+    from core.memory.writes import MemoryWrite
+    from core.store.records import SessionRow
+
+    fake = FakeProvider()
+    assert not isinstance(fake, TurnStartHook | PreCompressHook | MemoryWriteHook)
+    providers = MemoryProviders()
+    providers.register(fake)
+    row = SessionRow("s1", "k", "webhook", "c", 0.0, 0.0, "p", "m", "")
+    await providers.on_turn_start(1, "hi", row=row)
+    assert (
+        await providers.on_pre_compress([{"role": "user", "content": "hi"}], session_id="s1") == ""
+    )
+    await providers.on_memory_write(MemoryWrite("user", "add", "likes tea", "s1"))
+    assert fake.calls == []
+
+
+def test_on_delegation_is_documented_as_never_called() -> None:
+    from core.memory import provider
+
+    assert "on_delegation" in (provider.__doc__ or "")
+    assert "nothing ever calls it" in (provider.__doc__ or "")
+    assert "never called" in (provider.DelegationHook.__doc__ or "")

@@ -341,3 +341,24 @@ def test_two_processes_adding_500_entries_each_lose_none(tmp_path: Path) -> None
     expected = {f"{name} entry {index}" for name in ("left", "right") for index in range(500)}
     assert len(entries) == 1000
     assert set(entries) == expected
+
+
+def test_changed_entries_name_what_each_operation_did() -> None:
+    from core.memory.operations import changed_entries
+
+    before = ("Prefers tea", "Lives in Oslo")
+    batch = [add("Has a cat"), add("Prefers tea"), patch("Oslo", "Bergen"), remove("tea")]
+    assert changed_entries(before, batch) == [
+        ("add", "Has a cat"),
+        ("patch", "Lives in Bergen"),
+        ("remove", "Prefers tea"),
+    ]
+
+
+def test_patching_a_span_with_itself_keeps_the_entry(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "MEMORY.md", limit=200, label="Memory")
+    store.apply([add("likes tea")])
+    result = store.apply([patch("tea", "tea")])
+    assert result.ok
+    assert not result.changed
+    assert store.entries() == ("likes tea",)

@@ -7,6 +7,8 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 
+import pytest
+
 from core.skills.doctor import DoctorLine, diagnose, format_report
 from core.skills.index import SNAPSHOT_NAME, SkillsIndexCache, render_index
 from core.skills.library import Library, load_library
@@ -17,8 +19,10 @@ TOOLS = ("skill_view", "terminal")
 EXPECTED = """\
 ## Skills (mandatory)
 
-Before replying, scan the skills below. If a skill matches or is even partly relevant \
-to your task, load it with skill_view(name) before acting and follow its instructions.
+Before replying, scan the skills below. If a skill matches or is even partially relevant \
+to your task, you MUST load it with skill_view(name) and follow its instructions. Err on the \
+side of loading — it is always better to have context you don't need than to miss critical \
+steps, pitfalls, or established workflows.
 
 - broken: [broken: frontmatter has no description]
 - zeta: Last uncategorised
@@ -153,22 +157,59 @@ def test_corrupt_snapshot_is_rebuilt(tmp_path: Path) -> None:
     json.loads((tmp_path / SNAPSHOT_NAME).read_text(encoding="utf-8"))
 
 
-def test_invalidate_clears_memory_and_disk(tmp_path: Path) -> None:
+def test_invalidate_rebuilds_memory_and_disk_at_once(tmp_path: Path) -> None:
     small_library(tmp_path)
     loader = CountingLoader()
     cache = SkillsIndexCache(loader=loader)
     cache.index_for(tmp_path, "telegram", TOOLS)
+    write_skill(tmp_path, "fresh", simple("fresh", "Brand new"))
     cache.invalidate()
-    assert not (tmp_path / SNAPSHOT_NAME).exists()
-    cache.index_for(tmp_path, "telegram", TOOLS)
+    assert loader.calls == 2  # re-rendered once, now
+    assert "- fresh: Brand new" in cache.index_for(tmp_path, "telegram", TOOLS)
     assert loader.calls == 2
+    restarted = CountingLoader()  # the rewritten snapshot is current: a new process reads it
+    text = SkillsIndexCache(loader=restarted).index_for(tmp_path, "telegram", TOOLS)
+    assert "- fresh: Brand new" in text
+    assert restarted.calls == 0
 
 
 def test_invalidate_with_a_folder_it_never_served(tmp_path: Path) -> None:
     small_library(tmp_path)
     SkillsIndexCache().index_for(tmp_path, "telegram", TOOLS)
-    SkillsIndexCache().invalidate(tmp_path)
-    assert not (tmp_path / SNAPSHOT_NAME).exists()
+    SkillsIndexCache().index_for(tmp_path, "macos", TOOLS, ["zeta"])
+    write_skill(tmp_path, "fresh", simple("fresh", "Brand new"))
+    SkillsIndexCache().invalidate(tmp_path)  # another process's writer: every slot rebuilt
+    snapshot = json.loads((tmp_path / SNAPSHOT_NAME).read_text(encoding="utf-8"))
+    assert len(snapshot["indexes"]) == 2
+    assert all("- fresh: Brand new" in text for text in snapshot["indexes"].values())
+    assert "fresh/SKILL.md" in snapshot["manifest"]
+
+
+def test_invalidate_of_a_folder_that_is_gone_leaves_no_snapshot(tmp_path: Path) -> None:
+    SkillsIndexCache().invalidate(tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        "[]",
+        '{"version": 1, "manifest": {}, "indexes": {"x": 3}}',
+        '{"version": 1, "indexes": {}}',
+        '{"version": 99, "manifest": {}, "indexes": {}}',
+    ],
+)
+def test_an_unreadable_snapshot_is_ignored_and_rewritten(tmp_path: Path, content: str) -> None:
+    small_library(tmp_path)
+    (tmp_path / SNAPSHOT_NAME).write_text(content, encoding="utf-8")
+    loader = CountingLoader()
+    assert SkillsIndexCache(loader=loader).index_for(tmp_path, "telegram", TOOLS) == EXPECTED
+    assert loader.calls == 1
+    snapshot = json.loads((tmp_path / SNAPSHOT_NAME).read_text(encoding="utf-8"))
+    assert list(snapshot["indexes"].values()) == [EXPECTED]
+    assert SkillsIndexCache(loader=loader).index_for(tmp_path, "telegram", TOOLS) == EXPECTED
+    assert loader.calls == 1  # the rewritten snapshot is used
 
 
 def test_doctor_explains_every_skill(tmp_path: Path) -> None:

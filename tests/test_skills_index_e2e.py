@@ -7,10 +7,12 @@ Each test builds the index once before the write, so a stale cache would show.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 from core.skills.approval import SkillApprovals
+from core.skills.index import SNAPSHOT_NAME
 from core.skills.store import SkillStore
 from tests.curator_helpers import add_skill, curator_of
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -112,3 +114,60 @@ async def test_a_consolidation_shows_its_umbrella_and_hides_what_it_absorbed(
     assert "- deploy: Deploy any service" in after
     assert "deploy-web" not in after
     assert "deploy-api" not in after
+
+
+def snapshot_file(home: Path) -> Path:
+    return home / "skills" / SNAPSHOT_NAME
+
+
+async def test_the_disk_snapshot_across_restarts(home: Path, fake_openai: FakeOpenAIServer) -> None:
+    skills = home / "skills"
+    add_skill(skills, "alpha", description="First of its name")
+    env = fake_openai.gateway_env()
+    async with running_gateway(home, env) as gw:
+        await gw.say("first start", chat_id="c1")
+    first = json.loads(snapshot_file(home).read_text(encoding="utf-8"))
+    assert "alpha/SKILL.md" in first["manifest"]
+
+    # Valid for the tree as it is: a restart takes the index from it, not from SKILL.md.
+    marked = {
+        slot: text.replace("First of its name", "from the snapshot")
+        for slot, text in first["indexes"].items()
+    }
+    snapshot_file(home).write_text(json.dumps({**first, "indexes": marked}), encoding="utf-8")
+    async with running_gateway(home, env) as gw:
+        await gw.say("second start", chat_id="c2")
+    assert "- alpha: from the snapshot" in system_prompt(fake_openai, "second start")
+
+    # A skill file changed by hand: the manifest no longer matches, the index is rebuilt.
+    (skills / "alpha" / "SKILL.md").write_text(
+        skill_text("alpha", "Edited by hand, and longer"), encoding="utf-8"
+    )
+    async with running_gateway(home, env) as gw:
+        await gw.say("third start", chat_id="c3")
+    assert "- alpha: Edited by hand, and longer" in system_prompt(fake_openai, "third start")
+    assert "from the snapshot" not in snapshot_file(home).read_text(encoding="utf-8")
+
+    # A corrupt snapshot is ignored and rewritten.
+    snapshot_file(home).write_text('{"version": 1, "indexes": [', encoding="utf-8")
+    async with running_gateway(home, env) as gw:
+        await gw.say("fourth start", chat_id="c4")
+    fourth = system_prompt(fake_openai, "fourth start")
+    assert "- alpha: Edited by hand, and longer" in fourth
+    rewritten = json.loads(snapshot_file(home).read_text(encoding="utf-8"))
+    assert any("Edited by hand" in text for text in rewritten["indexes"].values())
+
+
+async def test_the_index_tells_the_model_it_must_load_matching_skills(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    add_skill(home / "skills", "alpha", description="First of its name")
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("hello")
+
+    prompt = system_prompt(fake_openai, "hello")
+    assert "## Skills (mandatory)" in prompt
+    assert (
+        "If a skill matches or is even partially relevant to your task, you MUST load it with "
+        "skill_view(name) and follow its instructions. Err on the side of loading" in prompt
+    )

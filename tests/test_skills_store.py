@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,10 +99,12 @@ def test_a_swapped_in_tree_shows_in_the_next_index(store: SkillStore, tmp_path: 
     assert "deploy" not in text
 
 
-def test_a_write_drops_the_disk_snapshot_so_a_new_process_rebuilds(store: SkillStore) -> None:
+def test_a_write_keeps_the_disk_snapshot_current_for_a_new_process(store: SkillStore) -> None:
     assert (store.skills_dir / SNAPSHOT_NAME).is_file()
 
     store.manage({"operations": [create("triage", "Sort the inbox")]})
 
-    assert not (store.skills_dir / SNAPSHOT_NAME).exists()
+    snapshot = json.loads((store.skills_dir / SNAPSHOT_NAME).read_text(encoding="utf-8"))
+    assert any("- triage: Sort the inbox" in text for text in snapshot["indexes"].values())
+    assert "triage/SKILL.md" in snapshot["manifest"]
     assert "- triage: Sort the inbox" in SkillStore(store.skills_dir).index("webhook", TOOLS)

@@ -52,10 +52,12 @@ def check_skill_names(skills_dir: Path, names: Sequence[str]) -> list[str]:
 
 
 def skill_block(skill: LoadedSkill) -> str:
-    """One attached skill, introduced so the model knows why it is there."""
+    """One attached skill in the seed's invocation wrapper, so the model treats it as the
+    user having invoked the skill (the same obligation as ``/<skill-name>``)."""
     return (
-        f'[The user has attached the skill "{skill.name}" to this scheduled task: follow its '
-        "instructions. Its full text follows.]\n\n" + skill.body.strip()
+        f'[IMPORTANT: The user has invoked the "{skill.name}" skill, indicating they want you '
+        "to follow its instructions. The full skill content is loaded below.]\n\n"
+        + skill.body.strip()
     )
 
 

@@ -17,6 +17,7 @@ from core.memory.approval import Decision, PendingWrite, PendingWrites
 from core.memory.operations import Operation
 from core.memory.profile import MemoryFiles
 from core.memory.store import MemoryStore
+from core.memory.writes import MemoryWrite, OnMemoryWrite, applied_writes
 from core.store.records import InboxItem
 
 USAGE = "Usage: /memory | /memory pending | /memory approve <id|all> | /memory reject <id|all>"
@@ -29,11 +30,12 @@ def memory_commands(
     *,
     approval: bool,
     approvers: Collection[str] = (),
+    on_write: OnMemoryWrite | None = None,
 ) -> tuple[Command, ...]:
     """The ``/memory`` command. ``approvers`` ("platform:user_id") may approve and reject;
-    empty means the bot's owners."""
+    empty means the bot's owners. ``on_write`` hears of each entry an approval changed."""
 
-    def run(item: InboxItem, args: str, approver: bool) -> str:
+    def run(item: InboxItem, args: str, approver: bool, approved: list[Decision]) -> str:
         verb, _, rest = args.strip().partition(" ")
         verb, rest = verb.lower(), rest.strip()
         message = item.message
@@ -48,13 +50,18 @@ def memory_commands(
                     "Only the operator (memory.approvers, or the platform's owners) can "
                     "approve or reject memory writes."
                 )
-            return decide_text(pending, verb, rest)
+            return decide_text(pending, verb, rest, approved)
         return USAGE
 
     async def memory(host: CommandHost, item: InboxItem, args: str) -> CommandReply:
         # File locks and fsync block: keep them off the event loop.
         approver = may_approve(host, item.message, approvers)
-        return CommandReply(await asyncio.to_thread(run, item, args, approver))
+        approved: list[Decision] = []
+        text = await asyncio.to_thread(run, item, args, approver, approved)
+        if on_write is not None:
+            for write in approved_writes(approved, ""):  # staging records no session
+                await on_write(write)
+        return CommandReply(text)
 
     summary = "memory usage; staged writes: /memory pending|approve|reject"
     return (Command("memory", summary, memory),)
@@ -110,19 +117,33 @@ def operation_line(op: Operation) -> str:
     return f"patch {_preview(op.old_text)!r} -> {_preview(op.content)!r} in entry: {entry}"
 
 
-def decide_text(pending: PendingWrites, verb: str, which: str) -> str:
-    """Approve or reject one id or ``all``, as a reply for the reviewer."""
+def decide_text(
+    pending: PendingWrites, verb: str, which: str, approved: list[Decision] | None = None
+) -> str:
+    """Approve or reject one id or ``all``, as a reply for the reviewer; the decisions that
+    applied a write are added to ``approved``."""
     every = which.lower() == "all"
+    sink: list[Decision] = [] if approved is None else approved
     try:
         if verb == "approve":
-            if every:
-                return _approved_all(pending.approve_all())
-            return decision_text(pending.approve(which))
+            decisions = pending.approve_all() if every else (pending.approve(which),)
+            sink.extend(d for d in decisions if d.approved)
+            return _approved_all(decisions) if every else decision_text(decisions[0])
         if every:
             return _rejected_all(pending.reject_all())
         return f"Rejected {pending.reject(which).id}; nothing was written."
     except PendingNotFound as exc:
         return f"No pending memory write {exc.pending_id!r}. See /memory pending."
+
+
+def approved_writes(decisions: Sequence[Decision], session_id: str) -> list[MemoryWrite]:
+    """Each entry the approved ``decisions`` changed, as ``memory_written`` hooks hear it."""
+    return [
+        write
+        for d in decisions
+        if d.result is not None
+        for write in applied_writes(d.write.target, d.result.before, d.write.operations, session_id)
+    ]
 
 
 def decision_text(decision: Decision, command: str = "/memory") -> str:

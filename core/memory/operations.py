@@ -73,23 +73,42 @@ def apply_operations(
     return tuple(working)
 
 
-def _apply_one(working: list[str], operation: Operation) -> None:
+def _apply_one(working: list[str], operation: Operation) -> str | None:
+    """Apply one operation to ``working``; the entry it added, patched (as it now reads) or
+    removed, or None when it changed nothing."""
     if operation.action == "add":
         entry = checked_entry(operation.content)
-        if entry not in working:
-            working.append(entry)
-        return
+        if entry in working:
+            return None
+        working.append(entry)
+        return entry
     position = _target(working, operation)
     if operation.action == "remove":
-        del working[position]
-        return
+        return working.pop(position)
     if not operation.content.strip():
         raise InvalidContent("patch needs replacement text in content; use remove to delete")
     patched = checked_entry(working[position].replace(operation.old_text, operation.content, 1))
+    if patched == working[position]:
+        return None  # replaced a span with itself (before: read as a duplicate and deleted)
     if patched in working:
         del working[position]  # the patch made it a duplicate of another entry
     else:
         working[position] = patched
+    return patched
+
+
+def changed_entries(
+    entries: Sequence[str], operations: Sequence[Operation]
+) -> list[tuple[Action, str]]:
+    """What each operation of a batch that applies cleanly to ``entries`` changes: its
+    action and the entry it added, patched (as it now reads) or removed; no-ops left out."""
+    working = list(entries)
+    changes: list[tuple[Action, str]] = []
+    for operation in operations:
+        entry = _apply_one(working, operation)
+        if entry is not None:
+            changes.append((operation.action, entry))
+    return changes
 
 
 def _target(working: Sequence[str], operation: Operation) -> int:

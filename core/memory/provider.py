@@ -5,10 +5,24 @@ provider augments it. A provider's lifecycle, per session:
 
     initialize(session_id, platform=, user_id=)   once when the session is opened or resumed
     system_prompt_block()                         once, into the volatile tier of a new prompt
-    prefetch(query, session_id=)                  before each turn; recall for that turn only
+    prefetch(query, session_id=)                  before each turn; recall for that turn only,
+                                                  at most ``memory.prefetch_max_chars`` (cut
+                                                  or spilled to a file: ``recall_limit``)
     sync_turn(user_text, assistant_text, ...)     after each completed turn
     on_session_end(session_id)                    when the session ends (/new)
     get_tool_schemas() / handle_tool_call(...)    tools, listed once at startup
+
+Optional hooks, each its own small protocol below; a provider without one gets a no-op:
+
+    on_turn_start(turn_number, message, session_id=, platform=, chat_id=, user_id=)
+                                                  at the start of each model turn, before prefetch
+    on_pre_compress(messages, session_id=)        before compaction summarises ``messages``;
+                                                  the text it returns joins the summary's input
+    on_memory_write(target=, action=, content=, session_id=)
+                                                  after each applied built-in memory write
+    on_delegation(task, result, child_session_id=)
+                                                  in the seed, when a subagent finishes; chatgate
+                                                  runs no subagents, so nothing ever calls it
 
 Recall never touches the system prompt: it travels in the API copy of the user message
 inside a ``<memory-context>`` fence (``compose_user_api_content``), so the cached request
@@ -20,15 +34,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from core.clock import Clock, SystemClock
 from core.errors import ConfigError
 from core.memory.providers.notes import NotesProvider
+from core.memory.recall_limit import RecallCeiling
+from core.memory.writes import MemoryWrite
 from core.models.base import ToolSpec
+from core.store.records import SessionRow
 from core.tools import Tool, ToolContext
 
 log = logging.getLogger(__name__)
@@ -77,6 +95,65 @@ class MemoryProvider(Protocol):
     async def handle_tool_call(self, name: str, args: dict[str, Any], *, session_id: str) -> str:
         """Run one of the provider's tools; returns the JSON text the model reads."""
         ...
+
+
+@runtime_checkable
+class TurnStartHook(Protocol):
+    """Optional: told each model turn's context before its recall is fetched."""
+
+    async def on_turn_start(
+        self,
+        turn_number: int,
+        message: str,
+        *,
+        session_id: str,
+        platform: str,
+        chat_id: str,
+        user_id: str,
+    ) -> None:
+        """``turn_number`` counts this session's model turns from 1; ``message`` is the
+        user's text as they wrote it."""
+        ...
+
+
+@runtime_checkable
+class PreCompressHook(Protocol):
+    """Optional: sees the messages compaction is about to summarise, first."""
+
+    async def on_pre_compress(
+        self, messages: Sequence[Mapping[str, Any]], *, session_id: str
+    ) -> str:
+        """``messages`` as ``{"role", "content", "tool_name"?, "tool_calls"?}``, oldest
+        first. Return what the summary must keep ("" for nothing): it is added to the
+        summariser's input as notes."""
+        ...
+
+
+@runtime_checkable
+class MemoryWriteHook(Protocol):
+    """Optional: mirrors the built-in files' writes into the external backend."""
+
+    async def on_memory_write(
+        self, *, target: str, action: str, content: str, session_id: str
+    ) -> None:
+        """One applied operation: ``target`` "memory" or "user", ``action`` "add", "patch"
+        or "remove"; ``content`` the entry as it now reads (add, patch) or the entry removed.
+
+        Called for the ``memory`` tool's writes (the model's and the background review's)
+        and, with ``memory.write_approval``, when ``/memory approve`` in a chat applies a
+        staged write (``session_id`` is then "": a staged write does not record its session).
+        Writes approved from the shell (``chatgate memory approve``) run in another
+        process and are not mirrored."""
+        ...
+
+
+@runtime_checkable
+class DelegationHook(Protocol):
+    """Optional, and never called in chatgate: the seed calls it when a subagent finishes,
+    and chatgate runs no subagents. It is named here so a provider written for the seed's
+    interface type-checks unchanged."""
+
+    async def on_delegation(self, task: str, result: str, *, child_session_id: str) -> None: ...
 
 
 ProviderFactory = Callable[[Mapping[str, Any], Path], MemoryProvider]
@@ -139,9 +216,17 @@ class MemoryProviders:
     A provider's failure is logged and the turn goes on without its recall or sync.
     """
 
-    def __init__(self, *, prefetch_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        *,
+        prefetch_timeout: float = 5.0,
+        ceiling: RecallCeiling | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self._external: MemoryProvider | None = None
         self._prefetch_timeout = prefetch_timeout
+        self._ceiling = ceiling or RecallCeiling()
+        self._clock = clock or SystemClock()
         self._sessions: set[str] = set()
 
     @property
@@ -183,8 +268,19 @@ class MemoryProviders:
         """Recall for this turn ("" without a provider, on failure or after the timeout)."""
         if self._external is None or not query.strip():
             return ""
-        recall = self._external.prefetch(query, session_id=session_id)
-        return await self._contained("prefetch", _bounded(recall, self._prefetch_timeout), "")
+        call = self._external.prefetch(query, session_id=session_id)
+        recall = await self._contained("prefetch", _bounded(call, self._prefetch_timeout), "")
+        if not isinstance(recall, str) or not self._ceiling.over(recall):
+            return recall if isinstance(recall, str) else ""
+        log.info(
+            "memory provider %s: recall of %d chars is over the %d-char ceiling",
+            self._external.name,
+            len(recall),
+            self._ceiling.max_chars,
+        )
+        bound = self._ceiling.bound
+        now = self._clock.now()
+        return await asyncio.to_thread(bound, recall, session_id=session_id, now=now)
 
     async def sync_turn(self, user_text: str, assistant_text: str, *, session_id: str) -> None:
         if self._external is None:
@@ -197,6 +293,41 @@ class MemoryProviders:
             return
         self._sessions.discard(session_id)
         await self._contained("on_session_end", self._external.on_session_end(session_id), None)
+
+    async def on_turn_start(self, turn_number: int, message: str, *, row: SessionRow) -> None:
+        """Tell the provider a model turn starts in session ``row`` (if it listens)."""
+        if not isinstance(self._external, TurnStartHook):
+            return
+        started = self._external.on_turn_start(
+            turn_number,
+            message,
+            session_id=row.id,
+            platform=row.platform,
+            chat_id=row.chat_id,
+            user_id=row.user_id or "",
+        )
+        await self._contained("on_turn_start", started, None)
+
+    async def on_pre_compress(
+        self, messages: Sequence[Mapping[str, Any]], *, session_id: str
+    ) -> str:
+        """What the provider wants kept in the summary ("" without a hook or on failure)."""
+        if not isinstance(self._external, PreCompressHook):
+            return ""
+        notes = self._external.on_pre_compress(messages, session_id=session_id)
+        kept = await self._contained("on_pre_compress", notes, "")
+        return kept.strip() if isinstance(kept, str) else ""
+
+    async def on_memory_write(self, write: MemoryWrite) -> None:
+        if not isinstance(self._external, MemoryWriteHook):
+            return
+        mirrored = self._external.on_memory_write(
+            target=write.target,
+            action=write.action,
+            content=write.content,
+            session_id=write.session_id,
+        )
+        await self._contained("on_memory_write", mirrored, None)
 
     def tools(self) -> list[Tool]:
         """The provider's tools, ready for ``ToolRegistry.register``."""

@@ -7,7 +7,7 @@ never echo every entry back.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from core.errors import (
@@ -23,6 +23,7 @@ from core.memory.operations import Action, Operation
 from core.memory.store import MemoryStore, Result
 
 TARGETS = ("memory", "user")
+Applied = Callable[[str, Result, tuple[Operation, ...]], None]
 _ACTIONS: dict[str, Action] = {
     "add": "add",
     "patch": "patch",
@@ -82,11 +83,14 @@ def memory_tool_call(
     args: Mapping[str, Any],
     stores: Mapping[str, MemoryStore],
     pending: PendingWrites | None = None,
+    *,
+    on_applied: Applied | None = None,
 ) -> dict[str, Any]:
     """Run one `memory` tool call against ``stores`` (keyed by target) and return its payload.
 
     With ``pending`` (write approval on) a valid write that would change the store is staged
-    there instead of applied; checks and refusals are the same either way.
+    there instead of applied; checks and refusals are the same either way. ``on_applied``
+    hears of a batch that changed the file: its target, result and operations.
     """
     try:
         target, operations = parse_arguments(args, stores)
@@ -97,6 +101,8 @@ def memory_tool_call(
     if result.refusal is not None:
         return refusal_payload(store, operations, result, result.refusal)
     if pending is None or not result.changed:
+        if result.changed and on_applied is not None:
+            on_applied(target, result, operations)
         return success_payload(target, store, operations, result)
     return staged_payload(pending.stage(target, store, operations, result.before))
 

@@ -1,10 +1,14 @@
 """The ``## Skills (mandatory)`` prompt index and its two caches.
 
 The in-process LRU trusts its entries until ``invalidate()``; the one skill writer,
-``core/skills/store.py``'s ``SkillStore``, owns a cache and calls it after every write.
-The disk snapshot survives restarts and is reused only while the manifest (relative path,
-``mtime_ns`` and size of every SKILL.md) still matches the tree, so edits made by hand
-outside the writer are picked up on the next start.
+``core/skills/store.py``'s ``SkillStore``, owns a cache and calls it after every write,
+which re-renders every index the snapshot holds and rewrites it with the tree's new
+manifest, so the file on disk stays current. The disk snapshot
+(``skills/.skills_prompt_snapshot.json``) survives restarts: a new process reads it
+instead of every SKILL.md, while its manifest (relative path, ``mtime_ns`` and size of
+every SKILL.md) still matches the tree. Edits made by hand outside the writer change the
+manifest, so the stale snapshot is rebuilt on the next start; a snapshot that cannot be
+read (corrupt, another version, wrong shape) is ignored and rewritten.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from core.skills.library import SKILL_FILE, Library, Skill, load_library, skill_
 logger = logging.getLogger(__name__)
 
 HEADER = "## Skills (mandatory)"
+# The seed's mandatory-load wording, kept word for word: loading is an obligation.
 INSTRUCTION = (
-    "Before replying, scan the skills below. If a skill matches or is even partly relevant "
-    "to your task, load it with skill_view(name) before acting and follow its instructions."
+    "Before replying, scan the skills below. If a skill matches or is even partially "
+    "relevant to your task, you MUST load it with skill_view(name) and follow its "
+    "instructions. Err on the side of loading — it is always better to have context you "
+    "don't need than to miss critical steps, pitfalls, or established workflows."
 )
 SNAPSHOT_NAME = ".skills_prompt_snapshot.json"
 SNAPSHOT_VERSION = 1
@@ -99,15 +106,36 @@ class SkillsIndexCache:
             return text
 
     def invalidate(self, skills_dir: Path | None = None) -> None:
-        """Drop every cached index and the snapshot of every folder this cache has served."""
+        """The skills changed: drop every cached index and rebuild the snapshot of every
+        folder this cache has served (and of ``skills_dir``) for the indexes it held."""
         with self._lock:
+            served = list(self._entries)
             self._entries.clear()
             folders = set(self._folders)
             if skills_dir is not None:
                 folders.add(skills_dir.resolve())
             for folder in folders:
-                with contextlib.suppress(FileNotFoundError):
-                    (folder / SNAPSHOT_NAME).unlink()
+                self._rebuild_snapshot(folder, served)
+
+    def _rebuild_snapshot(self, folder: Path, served: Collection[CacheKey]) -> None:
+        if not folder.is_dir():
+            with contextlib.suppress(FileNotFoundError):
+                (folder / SNAPSHOT_NAME).unlink()
+            return
+        slots = set(_read_snapshot(folder).get("indexes", {}))
+        slots.update(_snapshot_slot(key) for key in served if key[0] == str(folder))
+        current = manifest(folder)  # before reading: an edit meanwhile leaves it stale
+        indexes = {}
+        for slot in sorted(slots):
+            key = _slot_key(folder, slot)
+            if key is None:
+                continue
+            library = self._loader(folder, platform=key[2], enabled_tools=key[1], disabled=key[3])
+            indexes[slot] = render_index(library)
+            self._entries[key] = indexes[slot]
+        _write_snapshot(
+            folder, {"version": SNAPSHOT_VERSION, "manifest": current, "indexes": indexes}
+        )
 
     def _from_snapshot(self, folder: Path, key: CacheKey) -> str:
         current = manifest(folder)
@@ -129,15 +157,33 @@ def _snapshot_slot(key: CacheKey) -> str:
     return json.dumps([platform, sorted(enabled), sorted(disabled)])
 
 
+def _slot_key(folder: Path, slot: str) -> CacheKey | None:
+    """The cache key a snapshot slot was written for; None for a slot that is not one."""
+    try:
+        platform, enabled, disabled = json.loads(slot)
+    except (ValueError, TypeError):
+        return None
+    names = (
+        [*enabled, *disabled] if isinstance(enabled, list) and isinstance(disabled, list) else []
+    )
+    if not isinstance(platform, str) or not all(isinstance(n, str) for n in names):
+        return None
+    return (str(folder), frozenset(enabled), platform, frozenset(disabled))
+
+
 def _read_snapshot(folder: Path) -> dict[str, Any]:
+    """The snapshot on disk, or {} when there is none or it is not one this code wrote."""
     try:
         data = json.loads((folder / SNAPSHOT_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION:
+        return {}
+    indexes, entries = data.get("indexes"), data.get("manifest")
     valid = (
-        isinstance(data, dict)
-        and data.get("version") == SNAPSHOT_VERSION
-        and isinstance(data.get("indexes"), dict)
+        isinstance(indexes, dict)
+        and all(isinstance(text, str) for text in indexes.values())
+        and isinstance(entries, dict)
     )
     return data if valid else {}
 

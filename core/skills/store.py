@@ -2,12 +2,13 @@
 
 Every change to what ``skills/`` holds goes through one ``SkillStore``: ``skill_manage``
 batches (the model's and approved staged ones, consolidation merges included), archiving
-and restoring, and a snapshot rollback swapping a whole tree in. The store clears its
-index cache after each write, so the next session's ``## Skills`` index shows it; no
-other module touches that cache.
+and restoring, and a snapshot rollback swapping a whole tree in. After each write the
+store rebuilds its index cache and the disk snapshot (``.skills_prompt_snapshot.json``),
+so the next session's ``## Skills`` index shows it and the next start reads a current
+snapshot; no other module touches that cache.
 
 Every user of one skills folder in a process must share one store. A store in another
-process (the CLI) keeps its own cache: its writes delete the disk snapshot, so they show
+process (the CLI) keeps its own cache: its writes rewrite the disk snapshot, but show
 in this process's index only once this process writes too or restarts (see
 ``core/skills/index.py``). Usage telemetry (``.usage.json``) is not skill content;
 ``SkillUsage`` writes it under its own lock.

@@ -25,6 +25,8 @@ from core.clock import Clock
 from core.commands import Command
 from core.hooks import (
     BeforeTurn,
+    MemoryWritten,
+    PreCompress,
     PromptBlock,
     SessionEnded,
     SessionStarted,
@@ -81,6 +83,8 @@ class Contribution:
     session_started: Sequence[SessionStarted] = ()
     session_ended: Sequence[SessionEnded] = ()
     status_lines: Sequence[StatusLines] = ()
+    pre_compress: Sequence[PreCompress] = ()
+    memory_written: Sequence[MemoryWritten] = ()
     jobs: Sequence[Job] = ()
     # After a restart, once the inbox is recovered: pick up what the last process left.
     recover: Callable[[], Awaitable[object]] | None = None

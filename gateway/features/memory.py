@@ -45,6 +45,9 @@ memory:
                            # empty: the platform's owners (<platform>.owners)
   provider: ""             # an external memory provider beside the files, e.g. notes
   provider_options: {}     # notes: {max_results: 3, max_chars: 1500, scope: user}
+  prefetch_max_chars: 100000     # the most provider recall one turn carries; more is cut
+  prefetch_spill_enabled: false  # true: save oversized recall whole under spill/recall/
+                                 # and show the model its head, tail and the file's path
   nudge_interval: 10       # user turns without a memory write before a memory review
 """
 
@@ -61,6 +64,10 @@ class MemorySettings(Section):
     # An external memory provider beside the built-in files, by name ("" = none).
     provider: str = ""
     provider_options: dict[str, Any] = Field(default_factory=dict)
+    # The most provider recall one turn carries; longer recall is cut with a marker, or
+    # with spilling on saved whole to a file and previewed (head, tail, path).
+    prefetch_max_chars: int = Field(default=100_000, ge=1_000, le=10_000_000)
+    prefetch_spill_enabled: bool = False
     # A background memory review after this many user turns without a memory write (0: off).
     nudge_interval: int = Field(default=10, ge=0, le=1000)
 
@@ -80,9 +87,19 @@ class Memory:
     async def open(self, ctx: FeatureContext) -> AsyncIterator[Contribution]:
         m, files, pending = self._settings, self._files, self._pending
         yield Contribution(
-            tools=[MemoryTool(files, pending if m.write_approval else None)],
+            tools=[
+                MemoryTool(
+                    files,
+                    pending if m.write_approval else None,
+                    on_write=ctx.core.hooks.wrote_memory,  # the provider mirrors writes
+                )
+            ],
             commands=memory_commands(
-                files, pending, approval=m.write_approval, approvers=m.approvers
+                files,
+                pending,
+                approval=m.write_approval,
+                approvers=m.approvers,
+                on_write=ctx.core.hooks.wrote_memory,
             ),
             guidance={"memory": GUIDANCE},
             prompt_blocks=[
