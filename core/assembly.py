@@ -86,8 +86,7 @@ class Core:
         telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.stats = CoreStats()
-        model = ObservedModel(model, self.stats, telemetry)
-        self.model = model
+        self.model = model = ObservedModel(model, self.stats, telemetry)
         self.hooks = hooks
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
