@@ -14,6 +14,7 @@ from core.errors import ConfigError
 from gateway.config import load_settings
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway, tool_result
+from tests.test_cli import chatgate
 
 Json = dict[str, Any]
 
@@ -51,6 +52,19 @@ async def test_each_level_narrows_what_a_chat_is_offered(
     assert "memory" in owner
     assert not {"cronjob", "skill_manage"} & set(owner)
     assert len(group) < len(owner)
+
+
+async def test_sessions_show_lists_the_tools_a_session_was_offered(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home, POLICY)
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        session_id = (await gw.say("hi", chat_id="group", route="public")).json()["session_id"]
+
+    shown = chatgate("sessions", "show", session_id)
+
+    assert shown.returncode == 0, shown.stderr
+    assert "tools: session_search, skills_list, skill_view\n" in shown.stdout
 
 
 async def test_a_call_of_a_tool_not_offered_is_refused(
