@@ -30,10 +30,12 @@ from core.prompt.builder import PromptBuilder
 from core.push_delivery import ReplySender
 from core.rate_limit import ChatRateLimiter
 from core.router import SessionRouter
+from core.session_tools import SessionTools
 from core.sessions import CallerContextFor, SessionKeeper
 from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.telemetry import NO_TELEMETRY, Telemetry
+from core.tool_policy import ToolPolicy
 from core.tools import ToolRegistry
 from core.turn import TurnRunner
 from core.turn_commit import CommitPolicy, TurnCommitter
@@ -55,6 +57,10 @@ class CoreSettings:
     session_cache_size: int = 4096
     # Model calls per turn before the tool loop gives up.
     max_iterations: int = 20
+    # Tool calls run per turn; calls past it are answered "not run" and the turn stops.
+    max_tool_calls_per_turn: int = 50
+    # Which tools each chat is offered (``core.tool_policy``).
+    tools: ToolPolicy = field(default_factory=ToolPolicy)
     # A turn's model calls and tools together; then it is failed with one line.
     turn_timeout_seconds: float = 300.0
     # The chat hears once that the answer is coming when a turn takes this long (0: never).
@@ -80,8 +86,7 @@ class Core:
         telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.stats = CoreStats()
-        model = ObservedModel(model, self.stats, telemetry)
-        self.model = model
+        self.model = model = ObservedModel(model, self.stats, telemetry)
         self.hooks = hooks
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
@@ -93,12 +98,13 @@ class Core:
             self.tools,
             clock,
             max_iterations=settings.max_iterations,
+            max_tool_calls=settings.max_tool_calls_per_turn,
             telemetry=telemetry,
         )
         self.sessions = SessionKeeper(
             db,
             model,
-            self.tools.names,
+            SessionTools(self.tools, settings.tools),
             prompts,
             clock,
             hooks,

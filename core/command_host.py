@@ -44,7 +44,11 @@ class CoreCommandHost:
         state = self._sessions.cached(item.session_key)
         row = state.row if state else await self._db.active_session(item.session_key)
         extras = await self._hooks.status(row) if row else []
-        return status.render([status.session_lines(row), *extras, status.model_lines(self._model)])
+        changed = self._sessions.tool_change_line(row) if row else None
+        tools = [changed] if changed else []
+        return status.render(
+            [status.session_lines(row), tools, *extras, status.model_lines(self._model)]
+        )
 
     async def compact_session(self, item: InboxItem) -> str:
         if not await self._has_session(item):

@@ -9,6 +9,7 @@ child session when asked (``compact``; when to do it is the compaction feature's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
@@ -23,14 +24,15 @@ from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
 from core.session_state import SessionState
+from core.session_tools import SessionTools, ToolOffer, freeze, place_of
 from core.store.db import SessionDB
 from core.store.records import InboxItem, SessionRow
+from core.tool_policy import ToolPlace
 from core.turn import to_chat
 
 log = logging.getLogger(__name__)
 
 CallerContextFor = Callable[[InboundMessage], CallerContext]
-ToolNames = Callable[[], Sequence[str]]
 
 
 class SessionKeeper:
@@ -40,7 +42,7 @@ class SessionKeeper:
         self,
         db: SessionDB,
         model: ModelClient,
-        tool_names: ToolNames,
+        tools: SessionTools,
         prompts: PromptBuilder,
         clock: Clock,
         hooks: TurnHooks,
@@ -50,7 +52,7 @@ class SessionKeeper:
     ) -> None:
         self._db = db
         self._model = model
-        self._tool_names = tool_names
+        self._tools = tools
         self._prompts = prompts
         self._clock = clock
         self._hooks = hooks
@@ -72,6 +74,9 @@ class SessionKeeper:
             self._sessions.move_to_end(key)
             return state
         row = await self._db.active_session(key) or await self._open(item)
+        if row.tool_specs is None:  # opened before tool lists were frozen: freeze it now
+            specs = freeze(self._tools.offered(place_of(row)))
+            row = dataclasses.replace(row, tool_specs=await self._db.freeze_tools(row.id, specs))
         await self._hooks.started(row)
         # A session opened just now has no transcript to read back.
         stored = await self._db.history(row.id) if row.message_count else []
@@ -79,6 +84,14 @@ class SessionKeeper:
         while len(self._sessions) > self._cache_size:
             self._sessions.popitem(last=False)
         return state
+
+    def offer(self, row: SessionRow) -> ToolOffer:
+        """The tools a turn of ``row``'s session sends and may call."""
+        return self._tools.offer(row)
+
+    def tool_change_line(self, row: SessionRow) -> str | None:
+        """``/status``: how a new session's tools would differ from ``row``'s, if they do."""
+        return self._tools.change_line(row)
 
     async def _open(self, item: InboxItem) -> SessionRow:
         return await self._db.open_session(await self.new_row(item.message, item.session_key))
@@ -95,13 +108,16 @@ class SessionKeeper:
     ) -> SessionRow:
         """A session for ``msg``'s chat under ``key``, its system prompt built and frozen.
 
-        ``tool_names`` and ``caller`` override the offered tools and the chat's caller
-        context (a scheduled run has no ``cronjob`` tool and its own guidance).
+        The tools the chat's policy allows are frozen with it (``core.session_tools``);
+        ``tool_names`` narrows them and ``caller`` overrides the chat's caller context (a
+        scheduled run has no ``cronjob`` tool and its own guidance).
         """
         now = self._clock.now()
         stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%d_%H%M%S")
         session_id = f"{stamp}_{secrets.token_hex(4)}"
         model = self._model
+        place = ToolPlace(msg.platform, msg.chat_id, msg.route)
+        specs = self._tools.offered(place, tool_names)
         parts = self._prompts.build(
             PromptContext(
                 session_id=session_id,
@@ -109,7 +125,7 @@ class SessionKeeper:
                 provider=model.provider,
                 model=model.model,
                 started_at=now,
-                tool_names=list(tool_names or self._tool_names()),
+                tool_names=[s.name for s in specs],
                 caller=caller or self._caller_context_for(msg),
                 memory_blocks=await asyncio.to_thread(self._hooks.blocks, msg),
             )
@@ -128,6 +144,7 @@ class SessionKeeper:
             model=model.model,
             system_prompt=parts.join(),
             prompt_tiers=parts.sizes(),
+            tool_specs=freeze(specs),
             parent_session_id=parent_id,
             message_count=message_count,
         )

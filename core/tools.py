@@ -91,25 +91,26 @@ class ToolRegistry:
         tools = self._visible()
         tool = tools.get(call.name)
         if tool is None and self._refusal is not None:
-            return _error(f"{call.name!r} is refused: {self._refusal}")
+            return tool_error(f"{call.name!r} is refused: {self._refusal}")
         if tool is None:
-            return _error(f"Unknown tool {call.name!r}. Available: {', '.join(tools)}")
+            return tool_error(f"Unknown tool {call.name!r}. Available: {', '.join(tools)}")
         try:
             args = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
-            return _error(f"Arguments are not valid JSON: {exc.msg} at position {exc.pos}")
+            return tool_error(f"Arguments are not valid JSON: {exc.msg} at position {exc.pos}")
         if not isinstance(args, dict):
-            return _error("Arguments must be a JSON object")
+            return tool_error("Arguments must be a JSON object")
         try:
             return await tool.call(args, ctx)
         except Exception as exc:  # a broken tool must not end the turn
             log.exception("tool %s failed", call.name)
-            return _error(f"{call.name} failed: {exc.__class__.__name__}: {exc}")
+            return tool_error(f"{call.name} failed: {exc.__class__.__name__}: {exc}")
 
 
 def _everything(_name: str) -> bool:
     return True
 
 
-def _error(message: str) -> str:
+def tool_error(message: str) -> str:
+    """The error payload a refused or failed call answers the model with."""
     return json.dumps({"success": False, "error": message})

@@ -1,9 +1,11 @@
 """One turn: a user message processed to completion by the tool-calling loop.
 
-The turn builds the API view from the stored transcript, calls the model, runs the
-tools it asks for and loops until the model answers in text or the iteration bound
-is hit. It writes nothing itself: it returns the messages to store, so the caller
-commits the whole turn in one transaction (or nothing, when the model fails).
+The turn builds the API view from the stored transcript, calls the model with the
+session's frozen tool list (``core.session_tools``), runs the tools it asks for and
+loops until the model answers in text or a bound stops it (``core.turn_limits``).
+Every tool result passes the threat scan first (``core.tool_output``). It writes
+nothing itself: it returns the messages to store, so the caller commits the whole turn
+in one transaction (or nothing, when the model fails).
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core import turn_limits
 from core.clock import Clock
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ToolCall
+from core.session_tools import ToolOffer
 from core.store.records import NewMessage, StoredMessage
 from core.telemetry import NO_TELEMETRY, Telemetry
-from core.tools import ToolContext, ToolRegistry
+from core.tool_output import guarded
+from core.tools import ToolContext, ToolRegistry, tool_error
+from core.turn_limits import TurnBound
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +69,14 @@ class TurnRunner:
         clock: Clock,
         *,
         max_iterations: int,
+        max_tool_calls: int = 50,
         telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.model = model
         self.tools = tools
         self._clock = clock
         self._max_iterations = max_iterations
+        self._max_tool_calls = max_tool_calls
         self._telemetry = telemetry
 
     async def run(
@@ -78,18 +86,30 @@ class TurnRunner:
         history: Sequence[ChatMessage],
         user: NewMessage,
         ctx: ToolContext,
+        offer: ToolOffer | None = None,
+        result: TurnResult | None = None,
     ) -> TurnResult:
-        """Run the loop; raise ``ModelError`` if the model cannot be reached."""
+        """Run the loop; raise ``ModelError`` if the model cannot be reached.
+
+        ``offer`` is the session's frozen tool list (default: every registered tool).
+        An empty ``result`` given by the caller is filled as the turn goes, so that a
+        caller that cuts the turn short can still ``stop`` and store what it did.
+        """
         user_view = ChatMessage(role="user", content=user.api_content or user.content)
-        result = TurnResult(messages=[user], api_view=[*history, user_view])
+        result = result if result is not None else TurnResult()
+        result.messages.append(user)
+        result.api_view.extend([*history, user_view])
         with self._telemetry.agent(self.model.provider, self.model.model) as notes:
             try:
-                return await self._loop(system, result, ctx)
+                return await self._loop(system, result, ctx, offer)
             finally:
                 notes.usage(result.input_tokens, result.output_tokens)
 
-    async def _loop(self, system: str, result: TurnResult, ctx: ToolContext) -> TurnResult:
-        specs = self.tools.specs()
+    async def _loop(
+        self, system: str, result: TurnResult, ctx: ToolContext, offer: ToolOffer | None
+    ) -> TurnResult:
+        specs = list(offer.specs) if offer is not None else self.tools.specs()
+        ran = 0
         for _ in range(self._max_iterations):
             reply = await self.model.complete(
                 ModelRequest(system=system, messages=result.api_view, tools=specs)
@@ -98,10 +118,12 @@ class TurnRunner:
             if not reply.tool_calls:
                 result.reply = reply.content or ""
                 return result
-            for call in reply.tool_calls:
-                await self._run_tool(result, call, ctx)
-        result.reply = self._bound_reached(result)
-        return result
+            for call in reply.tool_calls[: max(self._max_tool_calls - ran, 0)]:
+                ran += 1
+                await self._run_tool(result, call, ctx, offer)
+            if _dangling(result.api_view):  # the tool-call budget kept some from running
+                return self.stop(result, turn_limits.tool_calls(self._max_tool_calls))
+        return self.stop(result, turn_limits.iterations(self._max_iterations))
 
     def _record_reply(self, result: TurnResult, reply: ModelReply) -> None:
         result.input_tokens += reply.input_tokens
@@ -127,11 +149,20 @@ class TurnRunner:
             ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         )
 
-    async def _run_tool(self, result: TurnResult, call: ToolCall, ctx: ToolContext) -> None:
+    async def _run_tool(
+        self, result: TurnResult, call: ToolCall, ctx: ToolContext, offer: ToolOffer | None
+    ) -> None:
         started = time.perf_counter()
-        with self._telemetry.tool(call.name, call.id):
-            output = await self.tools.run(call, ctx)
+        refused = offer.refusal(call.name, self.tools.names()) if offer is not None else None
+        if refused is not None:
+            output = tool_error(refused)
+        else:
+            with self._telemetry.tool(call.name, call.id):
+                output = guarded(call.name, await self.tools.run(call, ctx))
         log.debug("tool call: name=%s seconds=%.3f", call.name, time.perf_counter() - started)
+        self._add_result(result, call, output)
+
+    def _add_result(self, result: TurnResult, call: ToolCall, output: str) -> None:
         result.messages.append(
             NewMessage(
                 role="tool",
@@ -145,13 +176,27 @@ class TurnRunner:
             ChatMessage(role="tool", content=output, tool_call_id=call.id, name=call.name)
         )
 
-    def _bound_reached(self, result: TurnResult) -> str:
-        text = (
-            f"I stopped after {self._max_iterations} tool steps without finishing. "
-            "Tell me to continue, or narrow the request."
-        )
+    def stop(self, result: TurnResult, bound: TurnBound) -> TurnResult:
+        """End ``result``'s turn at ``bound``: each tool call without a result gets one
+        saying it was not run, then the bound's line is the answer (``core.turn_limits``)."""
+        answered = {m.tool_call_id for m in result.api_view if m.role == "tool"}
+        last = next((m for m in reversed(result.api_view) if m.role == "assistant"), None)
+        for call in last.tool_calls if last is not None else ():
+            if call.id not in answered:
+                self._add_result(result, call, tool_error(bound.not_run))
         result.messages.append(
-            NewMessage(role="assistant", content=text, created_at=self._clock.now())
+            NewMessage(role="assistant", content=bound.line, created_at=self._clock.now())
         )
-        result.api_view.append(ChatMessage(role="assistant", content=text))
-        return text
+        result.api_view.append(ChatMessage(role="assistant", content=bound.line))
+        result.reply = bound.line
+        return result
+
+
+def _dangling(view: Sequence[ChatMessage]) -> bool:
+    """Whether the last assistant message has a tool call without a result."""
+    answered = 0
+    for message in reversed(view):
+        if message.role == "assistant":
+            return answered < len(message.tool_calls)
+        answered += message.role == "tool"
+    return False

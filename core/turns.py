@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core import turn_limits
 from core.clock import Clock
 from core.commands import STOP, UNKNOWN_COMMAND, CommandHost, Invocation, command_token
 from core.errors import (
@@ -125,11 +126,15 @@ class TurnProcessor:
         started = self._clock.now()
         start = await self._hooks.prepare(TurnStart(await self._sessions.current(item)), item)
         state = start.state
+        partial = TurnResult()  # what the turn did, should its time bound cut it short
         try:
-            result = await self._run_turn(state, item)
+            result = await self._run_turn(state, item, partial)
         except StoreUnavailable:
             raise  # not the turn's bug: ``handle`` runs it again once the store writes
-        except (ModelError, TurnTimedOut) as exc:
+        except TurnTimedOut as exc:
+            log.warning("turn %s stopped: %s", item.id, exc.__class__.__name__)
+            result = self._runner.stop(partial, turn_limits.timeout(exc.seconds))
+        except ModelError as exc:
             log.warning("turn %s failed: %s", item.id, exc.__class__.__name__)
             return await self._fail(item, state, failure_reply(exc), repr(exc), started)
         except Exception as exc:  # the one boundary where any bug becomes a clean reply
@@ -167,7 +172,9 @@ class TurnProcessor:
         """An answer outside any session: no transcript, no session opened."""
         return TurnOutcome(item=item, status="done", processed_at=self._clock.now(), replies=[text])
 
-    async def _run_turn(self, state: SessionState, item: InboxItem) -> TurnResult:
+    async def _run_turn(
+        self, state: SessionState, item: InboxItem, partial: TurnResult
+    ) -> TurnResult:
         msg = item.message
         # Turn-only material goes into the API copy of the user message, never the transcript.
         user = NewMessage(
@@ -187,7 +194,12 @@ class TurnProcessor:
             route=msg.route,
         )
         run = self._runner.run(
-            system=state.row.system_prompt, history=state.history, user=user, ctx=ctx
+            system=state.row.system_prompt,
+            history=state.history,
+            user=user,
+            ctx=ctx,
+            offer=self._sessions.offer(state.row),
+            result=partial,
         )
         return await self._watch.run(run, ChatTarget.of(msg), state.row.id)
 
@@ -279,21 +291,10 @@ class TurnProcessor:
         return await self._finish(self._commits.given_up(work.item, session_id))
 
 
-def failure_reply(exc: ModelError | TurnTimedOut) -> str:
+def failure_reply(exc: ModelError) -> str:
     """One line a person can act on when the model could not answer."""
-    if isinstance(exc, TurnTimedOut):
-        return (
-            f"This took longer than {_duration(exc.seconds)}, so I stopped. "
-            "Please try again, or ask for less at once."
-        )
     if isinstance(exc, RateLimited):
         return "The model provider is rate-limiting requests; please try again in a minute."
     if isinstance(exc, ModelRequestError):
         return "The model provider refused the request; an administrator should check the logs."
     return "The model provider is not answering right now; please try again shortly."
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 120 and seconds % 60 == 0:
-        return f"{seconds / 60:g} minutes"
-    return "1 second" if seconds == 1 else f"{seconds:g} seconds"

@@ -128,6 +128,7 @@ def _validated(model: type[Settings], data: dict[str, Any]) -> Settings:
     except ValidationError as exc:
         raise _config_error(exc) from None
     settings.model_config_for_core()  # provider settings that only make sense together
+    settings.tools.check_platforms(model.platforms)
     for spec in model.platforms.values():
         if spec.check is not None:
             spec.check(settings.platform(spec.name))

@@ -275,6 +275,8 @@ def _core_settings(settings: Settings) -> CoreSettings:
         access=platforms.access_rules(settings),
         idle_worker_seconds=settings.sessions.idle_worker_seconds,
         max_iterations=settings.sessions.max_iterations,
+        max_tool_calls_per_turn=settings.sessions.max_tool_calls_per_turn,
+        tools=settings.tools.policy(),
         turn_timeout_seconds=settings.sessions.turn_timeout_seconds,
         slow_notice_seconds=settings.model.slow_notice_seconds,
         commits=CommitPolicy(

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.search.sanitize import parse_query
+from core.session_tools import thaw
 from core.store.db import SessionDB
 from core.store.lineage_tree import LineageEntry
 from core.store.records import SessionRow
@@ -108,7 +109,7 @@ def sessions_show(
         bool, typer.Option("--lineage", help="also show ancestors (root first) and children")
     ] = False,
 ) -> None:
-    """One session: its counters, prompt tier sizes and stored system prompt."""
+    """One session: its counters, prompt tier sizes, frozen tools and stored system prompt."""
     row, chain = _with_db(lambda db: _session_and_lineage(db, session_id, with_lineage=lineage))
     if row is None:
         err.print(f"no session {session_id}", markup=False)
@@ -117,6 +118,9 @@ def sessions_show(
         console.print(f"{name}: {getattr(row, name)}", markup=False)
     console.print(f"started_at: {_ts(row.started_at)}")
     console.print(f"prompt tiers (bytes): {row.prompt_tiers}")
+    frozen = thaw(row.tool_specs) if row.tool_specs is not None else None
+    tools = ", ".join(s.name for s in frozen) if frozen is not None else "(not frozen yet)"
+    console.print(f"tools: {tools or '(none)'}", markup=False)
     if lineage:
         console.print(_lineage_table(chain, session_id))
     console.print("system prompt:", style="bold")

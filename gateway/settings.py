@@ -1,7 +1,7 @@
 """The typed settings of one chatgate profile: the core's sections and the base model.
 
 ``Settings`` holds the sections every gateway has (``server``, ``logging``, ``database``,
-``model``, ``sessions``, ``prompt``, ``recovery``). Features and platforms bring sections
+``model``, ``sessions``, ``prompt``, ``recovery``, ``tools``). Features and platforms bring sections
 of their own, declared in their own modules; ``gateway.config`` composes them into the
 model a profile is read into, so a section is reached by its model, not by a name written
 here:
@@ -21,6 +21,7 @@ from core.errors import ConfigError
 from core.messages import InboundMessage
 from core.models.base import ModelConfig
 from core.prompt.builder import CallerContext
+from gateway.tool_settings import ToolSettings
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -95,6 +96,9 @@ class ModelSettings(Section):
 class SessionSettings(Section):
     group_sessions_per_user: bool = True
     max_iterations: int = Field(default=20, ge=1, le=200)
+    # Tool calls a turn may run; the calls past it are answered "not run" and the turn
+    # stops with one line.
+    max_tool_calls_per_turn: int = Field(default=50, ge=1, le=10_000)
     idle_worker_seconds: float = Field(default=300.0, gt=0)
     # The longest a turn (model calls and tools) may run before it is failed.
     turn_timeout_seconds: float = Field(default=300.0, gt=0)
@@ -135,6 +139,7 @@ class Settings(Section):
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
 
     def section(self, model: type[S]) -> S:
         """The section whose model is ``model`` (a feature's or a platform's)."""

@@ -57,6 +57,7 @@ model:
 sessions:
   group_sessions_per_user: true  # in group chats, each member gets their own session
   max_iterations: 20       # model calls per turn before the tool loop gives up
+  max_tool_calls_per_turn: 50  # tool calls a turn may run; then it stops with one line
   idle_worker_seconds: 300 # a chat's worker exits after this long without messages
   turn_timeout_seconds: 300  # a turn's model calls and tools together; then one line
 
@@ -65,6 +66,16 @@ recovery:
                            # commit (disk full, locked) keeps retrying; then one notice
   probe_max_seconds: 5     # [CHATGATE_RECOVERY__PROBE_MAX_SECONDS] longest pause between
                            # probe writes while the store cannot write
+
+tools:                     # which tools each chat is offered (built-in and mcp_<server>_<tool>)
+  allow: ["*"]             # [CHATGATE_TOOLS__ALLOW] fnmatch globs, e.g. ["memory", "skill*"]
+  deny: []                 # [CHATGATE_TOOLS__DENY] e.g. ["cronjob", "mcp_shell_*"]; deny wins
+  platforms: {}            # per platform, e.g. {"webhook": {"deny": ["send_file"]}}
+  routes: {}               # per webhook route, e.g. {"public": {"allow": ["session_search"]}}
+  chats: {}                # per chat, e.g. {"webhook:owner": {"allow": ["*"]}}
+                           # the most specific level that sets allow decides the allow list;
+                           # every level's deny applies. A session keeps the tools it began
+                           # with; a change applies from the next session (/new)
 
 prompt:
   identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)

@@ -12,6 +12,7 @@ import yaml
 from core.turn_watch import SLOW_NOTICE
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
+from tests.transcript_checks import assert_valid_sequence
 
 Json = dict[str, Any]
 DOWN_REPLY = "The model provider is not answering right now; please try again shortly."
@@ -76,7 +77,13 @@ async def test_a_turn_answered_after_the_notice_gets_the_notice_once_then_the_an
     assert sent == [SLOW_NOTICE, "found them"]  # two slow calls, one notice
 
 
-async def test_a_turn_past_its_bound_is_failed_with_one_line(
+TIMEOUT_LINE = (
+    "I stopped: this turn reached its time limit of 1 second (sessions.turn_timeout_seconds). "
+    "Tell me to continue, or ask for less at once."
+)
+
+
+async def test_a_turn_past_its_bound_is_stopped_with_one_line_and_a_closed_transcript(
     home: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     # Each model call answers in time; the tool loop as a whole does not.
@@ -96,18 +103,20 @@ async def test_a_turn_past_its_bound_is_failed_with_one_line(
         status = await gw.say("/status")
         after = await gw.say("and now?")
 
-    line = (
-        "This took longer than 1 second, so I stopped. Please try again, or ask for less at once."
-    )
-    assert [r["text"] for r in response.json()["replies"]] == [line]
+    assert [r["text"] for r in response.json()["replies"]] == [TIMEOUT_LINE]
     assert 1.0 <= elapsed < 2.0
-    assert sent == [line]  # slow_notice_seconds: 0 sends no notice
+    assert sent == [TIMEOUT_LINE]  # slow_notice_seconds: 0 sends no notice
     assert status.status_code == 200
-    # The session goes on, and the given-up turn left nothing half-written in its history.
+    # The session goes on: the next request carries what the stopped turn did, every
+    # tool call answered, then the bound's line, then the new message.
     assert [r["text"] for r in after.json()["replies"]] == ["echo: and now?"]
-    roles = [m["role"] for m in fake_openai.requests[-1]["messages"]]
-    assert "tool" not in roles
-    assert fake_openai.requests[-1]["messages"][-1] == {"role": "user", "content": "and now?"}
+    sent_next = fake_openai.requests[-1]["messages"]
+    assert_valid_sequence(sent_next)
+    assert [m["role"] for m in sent_next[1:3]] == ["user", "assistant"]
+    assert sent_next[1]["content"] == "keep looking"
+    assert "tool" in [m["role"] for m in sent_next]
+    assert sent_next[-2] == {"role": "assistant", "content": TIMEOUT_LINE}
+    assert sent_next[-1] == {"role": "user", "content": "and now?"}
 
 
 async def test_the_turn_bound_holds_after_the_notice_too(
@@ -125,9 +134,6 @@ async def test_the_turn_bound_holds_after_the_notice_too(
         elapsed = time.monotonic() - started
         sent = await chat_replies(gw)
 
-    line = (
-        "This took longer than 1 second, so I stopped. Please try again, or ask for less at once."
-    )
-    assert [r["text"] for r in response.json()["replies"]] == [line]
+    assert [r["text"] for r in response.json()["replies"]] == [TIMEOUT_LINE]
     assert 1.0 <= elapsed < 2.0
-    assert sent == [SLOW_NOTICE, line]
+    assert sent == [SLOW_NOTICE, TIMEOUT_LINE]

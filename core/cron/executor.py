@@ -73,7 +73,10 @@ class SessionExecutor:
         ctx = ToolContext(
             row.id, key, chat.platform, chat.chat_id, msg.user_id, chat.thread_id, chat.route
         )
-        result = await self._runner.run(system=row.system_prompt, history=[], user=user, ctx=ctx)
+        offer = self._sessions.offer(row)
+        result = await self._runner.run(
+            system=row.system_prompt, history=[], user=user, ctx=ctx, offer=offer
+        )
         finished = self._clock.now()
         stored = dataclasses.replace(
             row,

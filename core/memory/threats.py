@@ -70,3 +70,9 @@ def scan(text: str) -> str | None:
         if any(pattern.regex.search(form) for form in forms):
             return pattern.id
     return None
+
+
+def scan_all(text: str) -> list[str]:
+    """The id of every pattern ``text`` matches (as ``scan`` matches), in pattern order."""
+    forms = (text, scan_form(text))
+    return [p.id for p in THREAT_PATTERNS if any(p.regex.search(form) for form in forms)]

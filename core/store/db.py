@@ -178,6 +178,11 @@ class SessionDB:
     async def open_session(self, new: SessionRow) -> SessionRow:
         return await self.write(lambda c: session_ops.open_session(c, new))
 
+    async def freeze_tools(self, session_id: str, specs: str) -> str:
+        """Give a session opened before tool lists were frozen its list (JSON); the
+        session's list as stored, which a racing replica may have set first."""
+        return await self.write(lambda tx: session_ops.freeze_tools(tx, session_id, specs))
+
     async def compact(
         self, parent_id: str, at: float, child: SessionRow, messages: Sequence[NewMessage]
     ) -> SessionRow:

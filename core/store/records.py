@@ -30,6 +30,8 @@ class SessionRow:
     ended_at: float | None = None
     end_reason: str | None = None
     prompt_tiers: dict[str, int] | None = None
+    # The offered tools' specs as JSON (``core.session_tools``), frozen like the prompt.
+    tool_specs: str | None = None
     message_count: int = 0
     turn_count: int = 0
     tool_call_count: int = 0

@@ -48,6 +48,9 @@ sessions = Table(
     Column("model", String(255), nullable=False),
     Column("system_prompt", Text, nullable=False),
     Column("prompt_tiers", JSON),
+    # The tool specs the session offers, as JSON, byte for byte what every turn sends
+    # (``core.session_tools``); NULL for a session opened before they were frozen.
+    Column("tool_specs", Text),
     Column("title", String(255)),
     Column("message_count", Integer, nullable=False, server_default="0"),
     Column("turn_count", Integer, nullable=False, server_default="0"),

@@ -35,6 +35,20 @@ def open_session(tx: Tx, new: SessionRow) -> SessionRow:
     return session_from_row(current[0])
 
 
+_FREEZE_TOOLS = "UPDATE sessions SET tool_specs = :specs WHERE id = :id AND tool_specs IS NULL"
+
+
+def freeze_tools(tx: Tx, session_id: str, specs: str) -> str:
+    """Store ``specs`` as the session's tool list unless it has one; return the one it has.
+
+    Once set, a session's list is never rewritten: a replica that froze it first wins.
+    """
+    tx.execute(_FREEZE_TOOLS, {"id": session_id, "specs": specs})
+    found = tx.fetch("SELECT tool_specs FROM sessions WHERE id = :id", {"id": session_id})
+    stored = found[0]["tool_specs"] if found else None
+    return stored if stored is not None else specs
+
+
 def end(tx: Tx, session_id: str, reason: str, at: float) -> None:
     tx.execute(_END, {"id": session_id, "reason": reason, "at": at})
 
