@@ -83,6 +83,10 @@ class ToolRegistry:
             raise ValueError("a restricted view takes no tools of its own")
         return self._tools.pop(name, None) is not None
 
+    def get(self, name: str) -> Tool | None:
+        """The visible tool called ``name``, if any (its object, e.g. to read a hint)."""
+        return self._visible().get(name)
+
     def specs(self) -> list[ToolSpec]:
         return [t.spec for t in self._visible().values()]
 

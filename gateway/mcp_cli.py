@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -34,9 +35,16 @@ mcp_app = typer.Typer(no_args_is_help=True, help="MCP servers: their state and t
 console = Console(highlight=False)
 
 
+def _quiet() -> None:
+    """The report says what went wrong; the connection's warnings would say it twice."""
+    for name in ("core.mcp", "mcp"):
+        logging.getLogger(name).addHandler(logging.NullHandler())
+
+
 @mcp_app.command("list")
 def list_(as_json: JsonFlag = False) -> None:
     """Each configured server: transport, state after a connect attempt, tool names."""
+    _quiet()
     m = load_settings().section(McpSettings)
     configs = server_configs(m)
     statuses = asyncio.run(_statuses(configs, m.max_result_chars))
@@ -89,6 +97,7 @@ def probe(
 ) -> None:
     """Connect to one server, list its tools as the model sees them, optionally call one."""
     arguments = _arguments(call, args)
+    _quiet()
     m = load_settings().section(McpSettings)
     configs = {c.name: c for c in server_configs(m)}
     if name not in configs:

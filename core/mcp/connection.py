@@ -3,7 +3,9 @@
 ``ServerConnection.run`` loops until cancelled: connect (the handshake and the tool
 listing bounded by ``timeout_seconds``), hand the tool list to ``on_tools``, then watch
 the connection (a call that finds it closed, or a failed ping every ``PING_SECONDS``)
-and, once it is lost, connect again after a ``core.retry.Backoff`` pause. A crashed
+and, once it is lost, connect again after a ``core.retry.Backoff`` pause. The state is
+``connecting`` until the first attempt ends, then ``connected`` or ``failed``; retries
+after a failure stay ``failed`` (with the last error) until one works. A crashed
 stdio server is thereby restarted; a dropped HTTP session opened again.
 
 The SDK client is entered and left inside ``run``'s task (its cancel scopes require
@@ -128,7 +130,8 @@ class ServerConnection:
         return results.payload(result, self._max_result_chars)
 
     async def _connection(self) -> None:
-        self._set("connecting")
+        if self.state != "failed":  # a retry stays "failed", with its error, until it works
+            self._set("connecting")
         self._lost = asyncio.Event()
         async with AsyncExitStack() as stack:
             try:
@@ -180,9 +183,11 @@ class ServerConnection:
             self._lost.set()
 
     def _fail(self, reason: str) -> None:
+        # Each retry of a broken server fails the same way: say so once, not every pause.
+        if self.state != "failed" or reason != self.last_error:
+            log.warning("mcp server %s: %s (retrying with backoff)", self.name, reason)
         self.last_error = reason
         self._set("failed")
-        log.warning("mcp server %s: %s", self.name, reason)
         self._attempted.set()
 
     def _why(self) -> str:

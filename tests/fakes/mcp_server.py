@@ -7,7 +7,8 @@ Tools: ``echo``, ``add``, ``stats`` (structured content), ``wipe`` (destructiveH
 ``picture`` (an image), ``link`` (a resource link and an embedded resource), ``big``
 (``n`` characters of text), ``fail`` (an isError result), ``slow`` (never answers) and
 ``crash`` (the process exits mid-call). With ``--extra`` it also offers tools whose
-names need sanitising (``odd.name``, a 70-character name). With ``--hang`` it reads its
+names need sanitising (``odd.name``, a 70-character name) and ``odd_name``,
+whose sanitised name clashes with ``odd.name``'s. With ``--hang`` it reads its
 stdin and never answers anything, initialize included.
 """
 
@@ -46,6 +47,8 @@ def build_server(name: str = "fake", *, extra: bool = False) -> MCPServer:
         server.add_tool(
             _echo, name=LONG_NAME, description="Echo, long name.", structured_output=False
         )
+        # Sanitised, ``odd.name`` is ``odd_name`` too: the later one is refused.
+        server.add_tool(_echo, name="odd_name", description="A clash.", structured_output=False)
     return server
 
 
