@@ -112,3 +112,18 @@ def test_mcp_list_and_probe_connect_and_report(home: Path) -> None:
     assert failed.stderr.strip() == (
         "chatgate: MCP server 'hang': not connected (no answer within 2 s)"
     )
+
+
+def test_status_names_the_configured_servers(home: Path) -> None:
+    write_config(
+        home,
+        stdio_block("fake"),
+        http_block("later", "http://127.0.0.1:9/mcp", enabled=False),
+    )
+    result = chatgate("status", "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["mcp_servers"] == {
+        "fake": "stdio",
+        "later": "http (disabled)",
+    }

@@ -105,6 +105,8 @@ async def test_reload_mcp_is_for_owners_and_reconnects_from_the_current_config(
     write_config(home, stdio_block("fake", include=["echo", "add"], timeout_seconds=10))
     async with http_mcp_server() as url, running_gateway(home, fake_openai.gateway_env()) as gw:
         await reached(gw, "fake", "connected")
+        write_config(home, "    x:\n      command: a\n      url: http://127.0.0.1:9/mcp\n")
+        broken = await gw.say("/reload-mcp", user_id="u1")
         write_config(
             home,
             stdio_block("fake", include=["echo"], timeout_seconds=10),
@@ -116,6 +118,9 @@ async def test_reload_mcp_is_for_owners_and_reconnects_from_the_current_config(
         await gw.say("/new")
         await gw.say("what can you do?")
 
+        assert broken.json()["replies"][0]["text"].startswith(
+            "config.yaml has an error, nothing was reloaded: mcp.servers.x: "
+        )
         assert refused.json()["replies"] == [
             {"text": "Only the bot's owners can reload the MCP servers."}
         ]

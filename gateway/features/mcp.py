@@ -15,7 +15,8 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
 from adapters.platform import Section
 from core.commands import Command, CommandHost, CommandReply
@@ -188,9 +189,20 @@ class Mcp:
 
 
 def _reread(settings: Settings) -> McpSettings:
-    from gateway.config import load_settings  # the composed model, built on demand
-
-    return load_settings(settings.home).section(McpSettings)
+    """The ``mcp:`` section of the home's config.yaml as it is now (the environment's
+    ``CHATGATE_MCP__*`` values are not read again)."""
+    path = settings.home / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, yaml.YAMLError):
+        raise ConfigError(str(path), "cannot be read as YAML") from None
+    section = data.get("mcp") if isinstance(data, dict) else None
+    try:
+        return McpSettings.model_validate(section or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(["mcp", *(str(part) for part in first["loc"])])
+        raise ConfigError(key, first["msg"]) from None
 
 
 def describe(status: ServerStatus) -> str:
