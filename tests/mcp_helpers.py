@@ -64,10 +64,10 @@ async def reached(gw: RunningGateway, name: str, state: State) -> ServerConnecti
 
 
 @asynccontextmanager
-async def http_mcp_server(name: str = "web") -> AsyncIterator[str]:
+async def http_mcp_server(name: str = "web", port: int = 0) -> AsyncIterator[str]:
     """The fake MCP server over Streamable HTTP on 127.0.0.1; yields its endpoint URL."""
     app = build_server(name).streamable_http_app()
-    server = LoopbackServer(app, lifespan="on")
+    server = LoopbackServer(app, lifespan="on", port=port)
     await server.start()
     try:
         yield f"{server.url}/mcp"

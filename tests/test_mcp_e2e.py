@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.fakes.loopback import free_port
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway, tool_result
 from tests.mcp_helpers import http_block, http_mcp_server, reached, stdio_block, write_config
@@ -78,18 +79,22 @@ async def test_a_server_that_never_answers_delays_nothing_and_a_slow_call_times_
         assert (await gw.client.get("/readyz")).status_code == 200
         await reached(gw, "fake", "connected")
         fake_openai.reply_tool_call("mcp_fake_slow", {})
+        fake_openai.reply_tool_call("mcp_fake_echo", {"text": "still here"})
         fake_openai.reply_text("Too slow.")
         response = await gw.say("take your time")
+        timed_out = tool_result(fake_openai.requests[-2])
         await reached(gw, "hang", "failed")
         status = (await gw.say("/status")).json()["replies"][0]["text"]
         metrics = (await gw.client.get("/metrics")).text
 
         assert response.json()["replies"] == [{"text": "Too slow."}]
-        assert tool_result(fake_openai.requests[-1]) == {
+        assert timed_out == {
             "success": False,
             "error": "MCP server 'fake' did not answer slow within 4 s "
             "(mcp.servers.fake.timeout_seconds); the call was abandoned",
         }
+        # The abandoned call left the connection usable.
+        assert tool_result(fake_openai.requests[-1]) == {"success": True, "result": "still here"}
         assert "MCP fake (stdio): connected, 10 tools" in status
         assert "MCP hang (stdio): failed, 0 tools; last error: no answer within 2 s" in status
         assert (await gw.client.get("/readyz")).status_code == 200
@@ -135,3 +140,28 @@ async def test_reload_mcp_is_for_owners_and_reconnects_from_the_current_config(
             "mcp_fake_echo",
             "mcp_web_stats",
         ]
+
+
+async def test_an_http_server_that_goes_away_answers_errors_and_is_reconnected(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    write_config(home, http_block("web", url, timeout_seconds=5))
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        async with http_mcp_server(port=port):
+            await reached(gw, "web", "connected")
+        fake_openai.reply_tool_call("mcp_web_echo", {"text": "anyone?"})
+        fake_openai.reply_text("Gone.")
+        await gw.say("is it there?")
+        gone = tool_result(fake_openai.requests[-1])
+        async with http_mcp_server(port=port):
+            await reached(gw, "web", "connected")
+            fake_openai.reply_tool_call("mcp_web_echo", {"text": "back"})
+            fake_openai.reply_text("Back.")
+            await gw.say("and now?")
+            back = tool_result(fake_openai.requests[-1])
+
+    assert gone["success"] is False
+    assert gone["error"].startswith("MCP server 'web' is not connected (failed: ")
+    assert back == {"success": True, "result": "back"}

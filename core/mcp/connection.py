@@ -2,7 +2,7 @@
 
 ``ServerConnection.run`` loops until cancelled: connect (the handshake and the tool
 listing bounded by ``timeout_seconds``), hand the tool list to ``on_tools``, then watch
-the connection (a call that finds it closed, or a failed ping every ``PING_SECONDS``)
+the connection (a call that finds it closed, or a failed probe every ``PROBE_SECONDS``)
 and, once it is lost, connect again after a ``core.retry.Backoff`` pause. The state is
 ``connecting`` until the first attempt ends, then ``connected`` or ``failed``; retries
 after a failure stay ``failed`` (with the last error) until one works. A crashed
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 State = Literal["connecting", "connected", "failed", "disabled"]
 STATES: tuple[State, ...] = ("connecting", "connected", "failed", "disabled")
 # How often an idle connection is checked; a call finds a closed one at once.
-PING_SECONDS = 15.0
+PROBE_SECONDS = 15.0
 # Connected this long, a loss starts the backoff from its first pause again.
 STABLE_SECONDS = 30.0
 _MAX_PAGES = 50
@@ -91,7 +91,12 @@ class ServerConnection:
         """Connect, watch, reconnect: until cancelled."""
         while True:
             began = time.monotonic()
-            await self._connection()
+            try:
+                await self._connection()
+            except Exception as exc:  # noqa: BLE001 - the transport's own tasks failed
+                # (an HTTP server gone away raises out of the SDK's task group)
+                self._client = None
+                self._fail(self._text(exc))
             if time.monotonic() - began >= STABLE_SECONDS:
                 self._backoff.reset()
             await asyncio.sleep(self._backoff.next())
@@ -163,18 +168,23 @@ class ServerConnection:
     async def _watch(self, client: Client) -> None:
         while not self._lost.is_set():
             try:
-                async with asyncio.timeout(PING_SECONDS):
+                async with asyncio.timeout(PROBE_SECONDS):
                     await self._lost.wait()
             except TimeoutError:
-                await self._ping(client)
+                await self._probe(client)
 
-    async def _ping(self, client: Client) -> None:
+    async def _probe(self, client: Client) -> None:
+        # The 2026-07-28 protocol has no ping: a fresh tool listing is the cheapest
+        # request every server answers. Any answer, an error one too, means it is there.
         try:
             async with asyncio.timeout(self.config.timeout_seconds):
-                await client.send_ping()
+                await client.list_tools(cache_mode="refresh")
         except TimeoutError:
-            self._lose(f"no answer to a ping within {self.config.timeout_seconds:g} s")
-        except Exception as exc:  # noqa: BLE001 - any failure means the connection is gone
+            self._lose(f"no answer to a probe within {self.config.timeout_seconds:g} s")
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._lose("connection closed")
+        except Exception as exc:  # noqa: BLE001 - any other failure means it is gone
             self._lose(self._text(exc))
 
     def _lose(self, reason: str) -> None:
