@@ -101,7 +101,7 @@ async def test_a_server_that_never_answers_delays_nothing_and_a_slow_call_times_
         assert 'chatgate_mcp_server_connected{server="fake"} 1.0' in metrics
         assert 'chatgate_mcp_server_connected{server="hang"} 0.0' in metrics
         assert 'chatgate_mcp_server_tools{server="fake"} 10.0' in metrics
-        assert 'chatgate_mcp_servers{state="failed"} 1.0' in metrics
+        assert 'chatgate_mcp_servers{status="failed"} 1.0' in metrics
 
 
 async def test_reload_mcp_is_for_owners_and_reconnects_from_the_current_config(

@@ -233,7 +233,7 @@ def _metrics(manager: McpManager) -> Iterator[Metric]:
     by_state: dict[str, float] = {
         state: float(sum(s.state == state for s in statuses)) for state in STATES
     }
-    yield Metric("chatgate_mcp_servers", "MCP servers by state", "gauge", by_state, "state")
+    yield Metric("chatgate_mcp_servers", "MCP servers by state", "gauge", by_state, "status")
     connected = {s.name: float(s.state == "connected") for s in statuses}
     yield Metric(
         "chatgate_mcp_server_connected",
