@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from core.mcp.naming import MAX_NAME_CHARS, model_name
+from core.models.base import ToolSpec
+from core.tools import ToolContext
 from tests.fakes.mcp_server import LONG_NAME
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
@@ -113,3 +115,31 @@ async def test_results_text_images_resources_errors_and_the_cap(
         "success": False,
         "error": "Error executing tool fail: the fake tool failed on purpose",
     }
+
+
+class _Builtin:
+    """A tool of the gateway's own that happens to have an MCP tool's name."""
+
+    spec = ToolSpec("mcp_fk_echo", "ours", {"type": "object", "properties": {}})
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return json.dumps({"success": True, "result": "ours"})
+
+
+async def test_a_name_a_built_in_tool_has_is_refused(
+    home: Path, fake_openai: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_config(home, stdio_block("fk", include=["echo", "add"], timeout_seconds=10))
+    caplog.set_level(logging.WARNING, logger="core.mcp")
+    async with running_gateway(home, fake_openai.gateway_env(), tools=[_Builtin()]) as gw:
+        await reached(gw, "fk", "connected")
+        status = manager_of(gw).statuses()[0]
+        kept = gw.gateway.core.tools.get("mcp_fk_echo")
+
+    assert status.tools == ("mcp_fk_add",)
+    assert status.refused == ("echo",)
+    assert isinstance(kept, _Builtin)
+    assert (
+        "mcp server fk: tool 'echo' is refused: its name mcp_fk_echo is taken by a built-in tool"
+        in [r.getMessage() for r in caplog.records]
+    )
