@@ -211,7 +211,8 @@ class ServerConnection:
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]  # anyio wraps a task's error in a group
         text = str(exc) or exc.__class__.__name__
-        return self.config.scrub(f"{exc.__class__.__name__}: {text}"[:300])
+        # Scrubbed before it is cut, so no part of a secret survives the cut.
+        return self.config.scrub(f"{exc.__class__.__name__}: {text}")[:300]
 
 
 async def _list_tools(client: Client) -> list[RemoteTool]:
