@@ -44,8 +44,9 @@ ChatgateError                  every error chatgate raises on purpose
 ├── RequestRefused             an HTTP request is answered with an error (``status``,
 │                              ``headers``, JSON ``body``)
 ├── SignatureError             a webhook request is not signed correctly (no secrets in it)
-└── CatchUpIncomplete          a history catch-up pass left something unread or unstored;
-                               it should run again
+├── CatchUpIncomplete          a history catch-up pass left something unread or unstored;
+│                              it should run again
+└── McpUnavailable             an MCP server cannot be reached or used now (``server``)
 
 Each adapter and model client translates its library's errors into these at its own
 boundary, so the rest of the code catches narrow types and never inspects class names.
@@ -379,3 +380,13 @@ class SignatureError(ChatgateError):
 class CatchUpIncomplete(ChatgateError):
     """A catch-up pass over a platform's history left something unread or unstored;
     it should run again."""
+
+
+class McpUnavailable(ChatgateError):
+    """An MCP server cannot be reached or used now (``chatgate mcp probe``); the message
+    says why, without the server's env or header values."""
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(f"MCP server {server!r}: {reason}")
+        self.server = server
+        self.reason = reason

@@ -1,7 +1,8 @@
 """The tool registry: what the model may call during a turn.
 
 Later capabilities (memory, session search, skills, cron) register their tools here;
-the turn loop only knows this registry.
+the turn loop only knows this registry. MCP servers register theirs as their tool lists
+become known, after start-up too, and ``unregister`` them when a list changes.
 """
 
 from __future__ import annotations
@@ -74,6 +75,17 @@ class ToolRegistry:
         if name in self._tools:
             raise ValueError(f"tool {name!r} is already registered")
         self._tools[name] = tool
+
+    def unregister(self, name: str) -> bool:
+        """Remove the tool called ``name`` (a tool source whose list changed, such as an
+        MCP server, replaces its tools this way); False when there was none."""
+        if self._parent is not None:
+            raise ValueError("a restricted view takes no tools of its own")
+        return self._tools.pop(name, None) is not None
+
+    def get(self, name: str) -> Tool | None:
+        """The visible tool called ``name``, if any (its object, e.g. to read a hint)."""
+        return self._visible().get(name)
 
     def specs(self) -> list[ToolSpec]:
         return [t.spec for t in self._visible().values()]

@@ -2,7 +2,9 @@
 
 It reads the configuration and the SessionDB, so it answers whether or not a gateway
 is running: the scheduler's periodic checks with their period, when the Curator may
-next run and why not sooner, and the cron jobs in the order they run next.
+next run and why not sooner, the cron jobs in the order they run next, and the
+configured MCP servers (their live state is the running gateway's: ``/status`` in a
+chat, ``/metrics``; ``chatgate mcp list`` connects from here).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gateway.cli_tables import add_id_column
 from gateway.config import Settings, load_settings
 from gateway.features.cron import CronSettings
 from gateway.features.curator import CuratorSettings, build_curator
+from gateway.features.mcp import McpSettings
 from gateway.features.memory import MemorySettings
 from gateway.features.review import ReviewSettings
 from gateway.features.skills import SkillsSettings
@@ -64,6 +67,8 @@ class Report:
     active: int
     reviews_done: int
     jobs: list[JobLine]
+    # name -> "stdio" or "http", with " (disabled)" when it is off
+    mcp_servers: dict[str, str]
 
 
 async def _gather(settings: Settings) -> Report:
@@ -87,7 +92,16 @@ async def _gather(settings: Settings) -> Report:
     lines += [JobLine(f"cron {j.id}", j.schedule, j.next_run_at, _job_note(j)) for j in jobs]
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
-    return Report(str(settings.home), where, model.model, model.provider, active, done, lines)
+    mcp = _mcp_servers(settings)
+    return Report(str(settings.home), where, model.model, model.provider, active, done, lines, mcp)
+
+
+def _mcp_servers(settings: Settings) -> dict[str, str]:
+    servers = settings.section(McpSettings).servers
+    return {
+        name: ("http" if s.url else "stdio") + ("" if s.enabled else " (disabled)")
+        for name, s in servers.items()
+    }
 
 
 def _print(report: Report) -> None:
@@ -106,6 +120,12 @@ def _print(report: Report) -> None:
         when = line.next_run if isinstance(line.next_run, str) else _utc(line.next_run)
         table.add_row(Text(line.job), Text(line.every), Text(when), Text(line.notes))
     console.print(table)
+    if report.mcp_servers:
+        listed = ", ".join(f"{name} ({kind})" for name, kind in report.mcp_servers.items())
+        console.print(f"\nmcp servers: {listed}", markup=False, soft_wrap=True)
+        console.print(
+            "  live state: /status in a chat, /metrics, or chatgate mcp list", markup=False
+        )
 
 
 def _json(report: Report) -> dict[str, object]:
@@ -124,6 +144,7 @@ def _json(report: Report) -> dict[str, object]:
         "model": {"name": report.model, "provider": report.provider},
         "sessions": {"active": report.active, "reviews_done": report.reviews_done},
         "scheduler_jobs": jobs,
+        "mcp_servers": report.mcp_servers,
     }
 
 

@@ -70,6 +70,13 @@ BAD = [
     ["pairing", "approve"],
     ["pairing", "approve", "webhook"],
     ["pairing", "revoke", "webhook"],
+    ["mcp"],
+    ["mcp", "nope"],
+    ["mcp", "probe"],
+    ["mcp", "probe", "nowhere"],
+    ["mcp", "probe", "x", "--args", "{}"],
+    ["mcp", "probe", "x", "--call", "t", "--args", "not json"],
+    ["mcp", "list", "extra"],
 ]
 
 

@@ -21,6 +21,8 @@ DASHBOARD = Path(__file__).resolve().parent.parent / "deploy" / "grafana-dashboa
 # Every label a chatgate family may have: none names a chat, a session or a person.
 ALLOWED_LABELS = {"platform", "outcome", "provider", "model", "kind", "command", "status"}
 ALLOWED_LABELS |= {"version", "python", "le"}
+# An MCP server's name as configured in mcp.servers: the operator's word, never a person's.
+ALLOWED_LABELS |= {"server"}
 
 EXPECTED = {
     "chatgate_db_commits": ("counter", set()),

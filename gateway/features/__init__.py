@@ -10,6 +10,7 @@ from gateway.features import (
     compaction,
     cron,
     curator,
+    mcp,
     memory,
     memory_provider,
     review,
@@ -27,4 +28,6 @@ FEATURES: tuple[FeatureSpec, ...] = (
     review.SPEC,
     curator.SPEC,
     cron.SPEC,
+    # Last: its tools join once every built-in tool is known, so a clash names them.
+    mcp.SPEC,
 )

@@ -27,11 +27,13 @@ class _SignalFreeServer(uvicorn.Server):
 class LoopbackServer:
     """Serves an ASGI app on 127.0.0.1:<ephemeral port> inside the current event loop."""
 
-    def __init__(self, app: ASGIApp, *, lifespan: Literal["on", "off"] = "off") -> None:
+    def __init__(
+        self, app: ASGIApp, *, lifespan: Literal["on", "off"] = "off", port: int = 0
+    ) -> None:
         config = uvicorn.Config(
             app,
             host="127.0.0.1",
-            port=0,
+            port=port,
             lifespan=lifespan,
             log_config=None,  # leave the test process's logging configuration alone
             access_log=False,
