@@ -65,6 +65,9 @@ class Command:
     summary: str
     handler: CommandHandler
     aliases: tuple[str, ...] = ()
+    # Acted on as it arrives, not queued behind the chat's running turn (``/approve``
+    # must reach the turn that waits for it; ``core.ingress``).
+    immediate: bool = False
 
 
 class Invocation(NamedTuple):
