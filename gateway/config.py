@@ -27,6 +27,7 @@ from gateway.features import FEATURES
 from gateway.features.base import FeatureSpec
 from gateway.settings import Settings
 from gateway.starter_config import CORE_STARTER, STARTER_HEADER
+from gateway.tools_settings import TOOLS_STARTER
 
 __all__ = [
     "Settings",
@@ -78,7 +79,7 @@ def _compose(
 
 def starter_config(features: Sequence[FeatureSpec] = FEATURES) -> str:
     """The commented config.yaml that ``chatgate init`` writes: every section, defaults."""
-    blocks = [CORE_STARTER, *(f.starter_config for f in features)]
+    blocks = [CORE_STARTER, TOOLS_STARTER, *(f.starter_config for f in features)]
     blocks += [spec.starter_config for spec in registry.platforms().values()]
     return STARTER_HEADER + "\n".join(block.strip("\n") + "\n" for block in blocks if block)
 

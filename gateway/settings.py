@@ -1,7 +1,7 @@
 """The typed settings of one chatgate profile: the core's sections and the base model.
 
 ``Settings`` holds the sections every gateway has (``server``, ``logging``, ``database``,
-``model``, ``sessions``, ``prompt``, ``recovery``). Features and platforms bring sections
+``model``, ``sessions``, ``prompt``, ``recovery``, ``tools``). Features and platforms bring sections
 of their own, declared in their own modules; ``gateway.config`` composes them into the
 model a profile is read into, so a section is reached by its model, not by a name written
 here:
@@ -21,6 +21,7 @@ from core.errors import ConfigError
 from core.messages import InboundMessage
 from core.models.base import ModelConfig
 from core.prompt.builder import CallerContext
+from gateway.tools_settings import ToolsSettings
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -135,6 +136,7 @@ class Settings(Section):
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
     def section(self, model: type[S]) -> S:
         """The section whose model is ``model`` (a feature's or a platform's)."""

@@ -72,4 +72,4 @@ prompt:
   chat_workspaces: {}      # per chat, e.g. {"webhook:alice": ~/code/api}; wins over the above
   context_max_chars: 20000 # cap on each project context file and on the whole block
 
-"""
+"""  # the ``tools:`` block is ``gateway.tools_settings.TOOLS_STARTER``
