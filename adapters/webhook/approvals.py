@@ -73,8 +73,8 @@ class ApprovalRoute:
         except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
         except StoreError:
-            body = {"error": "the message store is unavailable; retry shortly"}
-            return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
+            unavailable = {"error": "the message store is unavailable; retry shortly"}
+            return JSONResponse(unavailable, status_code=503, headers={"Retry-After": "1"})
         if decided.kind == "unknown" or decided.approval is None:
             status = 403 if decided.kind == "forbidden" else 404
             error = _REFUSALS[decided.kind].format(id=approval_id)
