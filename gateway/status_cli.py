@@ -64,6 +64,8 @@ class Report:
     active: int
     reviews_done: int
     jobs: list[JobLine]
+    # Tool calls waiting for a person's approval, in every chat.
+    approvals_pending: int = 0
 
 
 async def _gather(settings: Settings) -> Report:
@@ -72,6 +74,7 @@ async def _gather(settings: Settings) -> Report:
     async with SessionDB(settings.database_url) as db:
         active = await db.active_session_count()
         done = await db.reviews.count_done()
+        waiting = await db.approvals.count_pending()
         curator = build_curator(settings, db, skill_store(settings))
         gate = await curator.gate() if curator_on else None
         jobs = await db.cron.next_runs(limit=50) if cron.enabled else []
@@ -87,7 +90,9 @@ async def _gather(settings: Settings) -> Report:
     lines += [JobLine(f"cron {j.id}", j.schedule, j.next_run_at, _job_note(j)) for j in jobs]
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
-    return Report(str(settings.home), where, model.model, model.provider, active, done, lines)
+    return Report(
+        str(settings.home), where, model.model, model.provider, active, done, lines, waiting
+    )
 
 
 def _print(report: Report) -> None:
@@ -97,6 +102,11 @@ def _print(report: Report) -> None:
     console.print(
         f"sessions:  {report.active} active; reviews done: {report.reviews_done}", markup=False
     )
+    if report.approvals_pending:
+        console.print(
+            f"approvals: {report.approvals_pending} waiting (/approve or /deny in the chat)",
+            markup=False,
+        )
     console.print("\nscheduler jobs:", markup=False)
     table = Table()
     add_id_column(table, "job", (line.job for line in report.jobs))  # "cron <id>"
@@ -123,6 +133,7 @@ def _json(report: Report) -> dict[str, object]:
         "database": report.database,
         "model": {"name": report.model, "provider": report.provider},
         "sessions": {"active": report.active, "reviews_done": report.reviews_done},
+        "approvals": {"pending": report.approvals_pending},
         "scheduler_jobs": jobs,
     }
 

@@ -23,6 +23,7 @@ from core.store.schema import approval_grants, approvals, inbox, outbox
 from core.tools import ToolContext
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
+from tests.test_cli import chatgate
 from tests.test_webhook_e2e import rows, texts, write_config
 
 Json = dict[str, Any]
@@ -271,6 +272,9 @@ async def test_a_pending_approval_survives_a_restart_and_deciding_resumes_the_tu
         approval = paused_on(await gw.say("clear the cache", message_id="m1"))
         started = time.monotonic()
     assert time.monotonic() - started < 5  # the paused turn did not hold the stop
+    offline = chatgate("status", "--json")
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout)["approvals"] == {"pending": 1}
 
     fake_openai.reply_text("The cache is cleared.")
     async with running_gateway(home, fake_openai.gateway_env(), tools=[tool]) as gw:
