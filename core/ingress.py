@@ -141,6 +141,10 @@ class Ingress:
         # Re-read the row: the turn may have finished after ``item`` was read.
         current = await self._db.inbox_item(item.id) or item
         replies = await self._db.replies_for(item.id)
+        if current.status == "pending":  # its turn may be waiting for an approval
+            asked = await self._db.approvals.latest_for_inbox(item.id)
+            if asked is not None and asked.status == "pending":
+                return TurnReplies(asked.session_id, replies, approvals=(asked,))
         return TurnReplies(current.session_id, replies, pending=current.status == "pending")
 
     async def replies_after(

@@ -107,6 +107,7 @@ async def test_a_call_waits_for_approval_then_runs_once_approved(
         [prompt] = texts(response)
         [stored_prompt] = await rows(gw, select(outbox.c.actions).where(outbox.c.inbox_id == 1))
         status = await gw.say("/status", message_id="m2")  # acts while the lane is busy
+        retried = await gw.say("please wipe /srv/old", message_id="m1")  # a client's retry
 
         decided = await decide(gw, approval["id"], "approve")
         await idle(gw)
@@ -125,6 +126,8 @@ async def test_a_call_waits_for_approval_then_runs_once_approved(
         ["Deny", f"/deny {approval['id']}"],
     ]
     assert any(f"Waiting for approval: #{approval['id']} wipe_disk" in t for t in texts(status))
+    assert paused_on(retried) == approval
+    assert texts(retried) == [prompt]
     assert decided.status_code == 200, decided.text
     assert decided.json()["status"] == "approved"
     assert tool.calls == [{"path": "/srv/old"}]

@@ -201,6 +201,11 @@ class Approvals:
             waiter.set_result(decided)
         return decided, True
 
+    async def waiting(self, item: InboxItem) -> None:
+        """A resumed turn waits for a person again: it is not in flight, so a restart
+        meanwhile counts as no crash (``core.crash_guard``; ``ask`` does this itself)."""
+        await self._db.release([item.id])
+
     async def asked_for(self, item: InboxItem, call: ToolCall) -> Approval | None:
         """The approval already asked for ``call`` in ``item``'s turn (before a restart)."""
         return await self._db.approvals.for_call(item.id, call.id)
@@ -229,6 +234,8 @@ class ItemGate:
             if await approvals.granted(session_id, call.name):
                 return None
             asked = await approvals.ask(self._item, session_id, call, so_far)
+        elif asked.status == "pending":
+            await approvals.waiting(self._item)
         decided = await approvals.outcome(asked)
         if decided.status == "approved":
             return None
