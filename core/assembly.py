@@ -248,6 +248,5 @@ class Core:
         await self.ingress.close()
         self.approvals.suspend()
         await self._router.close()
-        await self.approvals.close()
         await self._watch.close()
         await self.outbox.close()

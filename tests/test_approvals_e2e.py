@@ -51,12 +51,15 @@ class WipeTool:
         return json.dumps({"wiped": args.get("path")})
 
 
-def configure(home: Path, *, timeout: float = 60.0, **webhook: Any) -> None:
+def configure(
+    home: Path, *, timeout: float = 60.0, sessions: Json | None = None, **webhook: Any
+) -> None:
     write_config(
         home,
         tools={"require_approval": ["wipe_*"], "approval_timeout_seconds": timeout},
         webhook={"owners": [OWNER], **webhook},
         server={"shutdown_grace": 5},
+        sessions=sessions or {},
     )
 
 
@@ -211,6 +214,39 @@ async def test_no_answer_in_time_denies_and_says_so(
     )
     assert replies[-1] == "No one approved, so I did not wipe it."
     assert row.status == "expired"
+
+
+async def test_the_wait_for_a_person_does_not_count_toward_the_turn_timeout(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    # The approval times out after 1 s, twice the turn's bound: the turn still answers.
+    configure(home, timeout=1.0, sessions={"turn_timeout_seconds": 0.5})
+    fake_openai.reply_tool_call("wipe_disk", {"path": "/slow"})
+    fake_openai.reply_text("I did not wipe it.")
+    async with running_gateway(home, fake_openai.gateway_env(), tools=[WipeTool()]) as gw:
+        paused_on(await gw.say("wipe /slow"))
+        await idle(gw)
+        replies = await pulled(gw)
+
+    assert replies[-1] == "I did not wipe it."
+    assert not [r for r in replies if "took longer" in r]
+
+
+async def test_stop_withdraws_a_waiting_approval(home: Path, fake_openai: FakeOpenAIServer) -> None:
+    configure(home)
+    tool = WipeTool()
+    fake_openai.reply_tool_call("wipe_disk", {"path": "/y"})
+    async with running_gateway(home, fake_openai.gateway_env(), tools=[tool]) as gw:
+        approval = paused_on(await gw.say("wipe /y"))
+        stopped = await gw.say("/stop")
+        await idle(gw)
+        late = await decide(gw, approval["id"], "approve")
+        [row] = await rows(gw, select(approvals.c.status, approvals.c.decided_by))
+
+    assert texts(stopped) == ["Stopped."]
+    assert (row.status, row.decided_by) == ("denied", "/stop")
+    assert late.status_code == 409
+    assert tool.calls == []
 
 
 async def test_only_owners_and_approvers_decide(home: Path, fake_openai: FakeOpenAIServer) -> None:

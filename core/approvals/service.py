@@ -31,7 +31,6 @@ from core.outbox import Outbox
 from core.store.approvals import AskedCall, Verdict
 from core.store.db import SessionDB
 from core.store.records import Approval, ApprovalScope, InboxItem, NewMessage, TurnReplies
-from core.tasks import TaskSet
 from core.turn_watch import paused
 
 log = logging.getLogger(__name__)
@@ -62,7 +61,6 @@ class Approvals:
         self._destructive = destructive
         self._on_paused = on_paused
         self._waiters: dict[int, asyncio.Future[Approval]] = {}
-        self._tasks = TaskSet("approvals")
         self._suspended = False
 
     def gate(self, item: InboxItem) -> ItemGate:
@@ -118,9 +116,6 @@ class Approvals:
             if not waiter.done():
                 waiter.set_exception(TurnSuspended())
 
-    async def close(self) -> None:
-        await self._tasks.close()
-
     async def ask(
         self, item: InboxItem, session_id: str, call: ToolCall, so_far: Sequence[NewMessage]
     ) -> Approval:
@@ -158,9 +153,10 @@ class Approvals:
                 except TimeoutError:
                     return await self._expire(approval)
         except asyncio.CancelledError:
-            # ``/stop`` (or the gateway's last resort): the question is moot.
+            # ``/stop`` (or the gateway's last resort): the question is moot. Recorded
+            # before the lane commits the cancelled turn; shielded from a second cancel.
             if not self._suspended:
-                self._tasks.spawn(self._withdraw(approval.id), name=f"withdraw:{approval.id}")
+                await asyncio.shield(self._withdraw(approval.id))
             raise
         finally:
             if self._waiters.get(approval.id) is waiter:
