@@ -115,6 +115,7 @@ async def test_a_call_waits_for_approval_then_runs_once_approved(
         decided = await decide(gw, approval["id"], "approve")
         await idle(gw)
         replies = await pulled(gw)
+        raw = (await gw.client.get("/webhook/demo/chats/c1/replies")).json()["replies"]
         [row] = await rows(gw, select(approvals))
         [item] = await rows(gw, select(inbox.c.status).where(inbox.c.platform_message_id == "m1"))
 
@@ -129,6 +130,12 @@ async def test_a_call_waits_for_approval_then_runs_once_approved(
         ["Deny", f"/deny {approval['id']}"],
     ]
     assert any(f"Waiting for approval: #{approval['id']} wipe_disk" in t for t in texts(status))
+    [pulled_prompt] = [r for r in raw if r["text"] == prompt]
+    assert [a["command"] for a in pulled_prompt["actions"]] == [
+        f"/approve {approval['id']}",
+        f"/approve {approval['id']} session",
+        f"/deny {approval['id']}",
+    ]
     assert paused_on(retried) == approval
     assert texts(retried) == [prompt]
     assert decided.status_code == 200, decided.text

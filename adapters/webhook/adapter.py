@@ -42,6 +42,7 @@ from adapters.webhook.schema import (
     ROUTE_REGEX,
     SIGNATURE_PARAMETERS,
     SIGNED_ERRORS,
+    PulledAction,
     PulledReplies,
     PulledReply,
     WebhookMessage,
@@ -212,6 +213,7 @@ class WebhookAdapter:
                     session_id=r.session_id,
                     message_id=r.reply_to,
                     created_at=r.created_at,
+                    actions=[PulledAction(label=a.label, command=a.command) for a in r.actions],
                 )
                 for r in replies
             ],

@@ -101,12 +101,21 @@ class WebhookQueued(BaseModel):
     status: str = "queued"
 
 
+class PulledAction(BaseModel):
+    """A button under a reply: sending ``command`` as a message is the same as tapping."""
+
+    label: str
+    command: str
+
+
 class PulledReply(BaseModel):
     id: int
     text: str
     session_id: str | None
     message_id: str | None
     created_at: float
+    # An approval's choices (``/approve 12``, ``/approve 12 session``, ``/deny 12``).
+    actions: list[PulledAction] = Field(default_factory=list)
 
 
 class PulledReplies(BaseModel):
