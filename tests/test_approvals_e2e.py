@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from core.models.base import ToolSpec
@@ -25,6 +26,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.test_cli import chatgate
 from tests.test_webhook_e2e import rows, texts, write_config
+from tests.testroom_platform import RoomAdapter
 
 Json = dict[str, Any]
 OWNER = "boss"
@@ -342,3 +344,37 @@ async def test_a_pending_approval_survives_a_restart_and_deciding_resumes_the_tu
     assert resumed[-2]["tool_calls"][0]["function"]["name"] == "wipe_disk"
     assert last_tool_result(fake_openai.requests[1]) == {"wiped": "/var/cache"}
     assert replies[-1] == "The cache is cleared."
+
+
+@pytest.mark.usefixtures("testroom")
+async def test_a_push_platform_gets_buttons_and_a_tap_approves(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    # The test room has no owners of its own: ``tools.approvers`` names its speaker.
+    write_config(
+        home,
+        tools={"require_approval": ["wipe_*"], "approvers": ["testroom:guest"]},
+        testroom={"room": "lobby"},
+    )
+    tool = WipeTool()
+    fake_openai.reply_tool_call("wipe_disk", {"path": "/lobby"})
+    fake_openai.reply_text("The lobby is clean.")
+    async with running_gateway(home, fake_openai.gateway_env(), tools=[tool]) as gw:
+        room = gw.gateway.adapters["testroom"]
+        assert isinstance(room, RoomAdapter)
+        await room.say("clean the lobby")  # returns once the turn paused
+        [prompt] = room.sent
+        await room.say(prompt.actions[0].command)  # the tap: "Approve once"
+        async with asyncio.timeout(15):
+            await gw.gateway.core.until_idle("testroom:lobby")
+
+    assert [a.label for a in prompt.actions] == [
+        "Approve once",
+        "Approve for this session",
+        "Deny",
+    ]
+    assert tool.calls == [{"path": "/lobby"}]
+    assert [m.text for m in room.sent][-2:] == [
+        "Approved by guest: wipe_disk (#1) runs now.",
+        "The lobby is clean.",
+    ]
