@@ -19,6 +19,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from core.clock import ManualClock
 from core.models.base import ToolSpec
 from core.store.schema import approval_grants, approvals, inbox, outbox
 from core.tools import ToolContext
@@ -378,3 +379,29 @@ async def test_a_push_platform_gets_buttons_and_a_tap_approves(
         "Approved by guest: wipe_disk (#1) runs now.",
         "The lobby is clean.",
     ]
+
+
+async def test_after_a_restart_the_timeout_counts_from_when_it_was_asked(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    configure(home, timeout=300)
+    tool = WipeTool()
+    asked_at = 1_780_000_000.0
+    fake_openai.reply_tool_call("wipe_disk", {"path": "/old"})
+    env = fake_openai.gateway_env()
+    async with running_gateway(home, env, tools=[tool], clock=ManualClock(asked_at)) as gw:
+        approval = paused_on(await gw.say("wipe /old"))
+
+    # Back up 10 minutes later: the 300 s have passed, so it is denied at once.
+    fake_openai.reply_text("No one approved it in time.")
+    later = ManualClock(asked_at + 600)
+    async with running_gateway(home, env, tools=[tool], clock=later) as gw:
+        await idle(gw)
+        replies = await pulled(gw)
+        [row] = await rows(gw, select(approvals.c.status))
+
+    assert tool.calls == []
+    assert row.status == "expired"
+    assert last_tool_result(fake_openai.requests[1])["error"] == "not_approved_in_time"
+    assert f"no one answered in time, so wipe_disk (#{approval['id']})" in " ".join(replies)
+    assert replies[-1] == "No one approved it in time."
