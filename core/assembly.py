@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from core.access import AccessPolicy, AccessRules
+from core.approvals.commands import approval_commands
+from core.approvals.rules import ApprovalRules
+from core.approvals.service import Approvals
 from core.clock import Clock
 from core.command_host import CoreCommandHost
 from core.commands import CommandRegistry, builtin_commands
@@ -67,6 +70,8 @@ class CoreSettings:
     slow_notice_seconds: float = 20.0
     # How long a turn keeps trying to commit while the store cannot write.
     commits: CommitPolicy = field(default_factory=CommitPolicy)
+    # Which tool calls wait for a person's approval, who may give it, for how long.
+    approvals: ApprovalRules = field(default_factory=ApprovalRules)
 
 
 class Core:
@@ -93,14 +98,6 @@ class Core:
         self.pairings = Pairings(db.pairing, clock)
         self.access = AccessPolicy(settings.access, self.pairings, clock)
         self.commands.register(pair_command(self.pairings))
-        runner = TurnRunner(
-            model,
-            self.tools,
-            clock,
-            max_iterations=settings.max_iterations,
-            max_tool_calls=settings.max_tool_calls_per_turn,
-            telemetry=telemetry,
-        )
         self.sessions = SessionKeeper(
             db,
             model,
@@ -112,26 +109,65 @@ class Core:
             cache_size=settings.session_cache_size,
         )
         self.outbox = Outbox(db, clock, senders, self.stats)
-        host = CoreCommandHost(db, self.sessions, self.commands, hooks, model, self.access)
+        self.approvals = self._approvals(db, clock, settings.approvals)
+        host = CoreCommandHost(
+            db, self.sessions, self.commands, hooks, model, self.access, self.approvals
+        )
+        processor = self._processor(db, host, clock, settings, telemetry)
+        self._guard = CrashGuard(processor.handle, db, self.sessions, hooks, self.outbox, clock)
+        self.ingress = self._front_door(db, processor, clock, settings)
+
+    def _processor(
+        self,
+        db: SessionDB,
+        host: CoreCommandHost,
+        clock: Clock,
+        settings: CoreSettings,
+        telemetry: Telemetry,
+    ) -> TurnProcessor:
+        """The turn loop, its clock and the processor that commits what turns produce."""
+        runner = TurnRunner(
+            self.model,
+            self.tools,
+            clock,
+            max_iterations=settings.max_iterations,
+            max_tool_calls=settings.max_tool_calls_per_turn,
+            telemetry=telemetry,
+        )
         self._watch = TurnWatch(
             self.outbox,
             slow_notice_seconds=settings.slow_notice_seconds,
             turn_timeout_seconds=settings.turn_timeout_seconds,
         )
-        processor = TurnProcessor(
+        return TurnProcessor(
             db,
             runner,
             self.sessions,
-            hooks,
+            self.hooks,
             host,
             self.outbox,
             clock,
             self.stats,
             self._watch,
             TurnCommitter(db, clock, settings.commits),
+            self.approvals.gate,
         )
-        self._guard = CrashGuard(processor.handle, db, self.sessions, hooks, self.outbox, clock)
-        self.ingress = self._front_door(db, processor, clock, settings)
+
+    def _approvals(self, db: SessionDB, clock: Clock, rules: ApprovalRules) -> Approvals:
+        """Approvals in the chat, and their ``/approve`` and ``/deny``."""
+        approvals = Approvals(
+            db,
+            self.outbox,
+            self.access,
+            clock,
+            rules,
+            destructive=self.tools.destructive,
+            # The turn paused: whoever waits for it (a webhook request) hears it now.
+            on_paused=lambda inbox_id, replies: self._router.resolve(inbox_id, replies),
+        )
+        for command in approval_commands(approvals):
+            self.commands.register(command)
+        return approvals
 
     def _front_door(
         self, db: SessionDB, processor: TurnProcessor, clock: Clock, settings: CoreSettings
@@ -155,6 +191,7 @@ class Core:
             self.access,
             limiter,
             clock,
+            self.approvals,
         )
 
     @property
@@ -186,6 +223,7 @@ class Core:
         turns finish for up to ``grace`` seconds, cancel the rest. Whatever is unfinished
         stays pending in the inbox and runs at the next start."""
         self.ingress.stop_intake()
+        self.approvals.suspend()  # turns waiting for a person are stored: set them down
         running = self._router.running
         log.info("stopping: %d running turn(s) may finish within %g s", running, grace)
         cut = await self._router.drain(grace)
@@ -214,6 +252,7 @@ class Core:
         tb: TracebackType | None,
     ) -> None:
         await self.ingress.close()
+        self.approvals.suspend()
         await self._router.close()
         await self._watch.close()
         await self.outbox.close()

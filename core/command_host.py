@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from core import compaction, status
 from core.access import AccessPolicy
+from core.approvals.service import Approvals
 from core.commands import CommandRegistry
 from core.hooks import TurnHooks
-from core.messages import InboundMessage
+from core.messages import ChatTarget, InboundMessage
 from core.models.base import ModelClient
 from core.sessions import SessionKeeper
 from core.store.db import SessionDB
@@ -29,8 +30,10 @@ class CoreCommandHost:
         hooks: TurnHooks,
         model: ModelClient,
         access: AccessPolicy,
+        approvals: Approvals | None = None,
     ) -> None:
         self._db = db
+        self._approvals = approvals
         self._access = access
         self._sessions = sessions
         self._commands = commands
@@ -46,9 +49,21 @@ class CoreCommandHost:
         extras = await self._hooks.status(row) if row else []
         changed = self._sessions.tool_change_line(row) if row else None
         tools = [changed] if changed else []
+        waiting = await self._waiting(item)
         return status.render(
-            [status.session_lines(row), tools, *extras, status.model_lines(self._model)]
+            [status.session_lines(row), tools, *extras, waiting, status.model_lines(self._model)]
         )
+
+    async def _waiting(self, item: InboxItem) -> list[str]:
+        """A line naming the chat's approvals still waiting for a decision, if any."""
+        if self._approvals is None:
+            return []
+        pending = await self._approvals.pending_in_chat(ChatTarget.of(item.message))
+        if not pending:
+            return []
+        listed = ", ".join(f"#{a.id} {a.tool_name}" for a in pending[:5])
+        more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
+        return [f"Waiting for approval: {listed}{more} (/approve or /deny)"]
 
     async def compact_session(self, item: InboxItem) -> str:
         if not await self._has_session(item):

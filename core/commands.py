@@ -65,6 +65,9 @@ class Command:
     summary: str
     handler: CommandHandler
     aliases: tuple[str, ...] = ()
+    # Acted on as it arrives, not queued behind the chat's running turn (``/approve``
+    # must reach the turn that waits for it; ``core.ingress``).
+    immediate: bool = False
 
 
 class Invocation(NamedTuple):
@@ -145,7 +148,10 @@ STOP = "stop"
 def builtin_commands() -> CommandRegistry:
     registry = CommandRegistry()
     registry.register(Command("new", "end this session and start a fresh one", _new, ("reset",)))
-    registry.register(Command("status", "session, model and usage of this chat", _status))
+    # Read-only, and wanted most while a turn is slow or waits for an approval.
+    registry.register(
+        Command("status", "session, model and usage of this chat", _status, immediate=True)
+    )
     registry.register(Command(STOP, "cancel the reply being worked on", _stop_when_idle))
     registry.register(
         Command("compact", "summarise older messages now to free the model's context", _compact)

@@ -19,8 +19,8 @@ ChatgateError                  every error chatgate raises on purpose
 │   │   └── ModelTimeout       no answer within the configured timeout
 │   └── ModelRequestError      the provider refused the request (4xx other than 429)
 ├── TurnTimedOut               a turn ran past its bound (``seconds``) and was given up
-├── ToolArgumentError          a tool call's arguments cannot be used; the message says how
-│                              to fix them, and nothing was done
+├── TurnSuspended              a turn waiting for an approval is set down; it resumes later
+├── ToolArgumentError          a tool call's arguments cannot be used (nothing was done)
 ├── MemoryRefused              a memory write was refused; nothing was written (``index``)
 │   ├── InvalidContent         empty content, or a line that is only the entry separator
 │   ├── ThreatDetected         an entry would match a threat pattern (``pattern_id``)
@@ -217,6 +217,14 @@ class TurnTimedOut(ChatgateError):
     def __init__(self, seconds: float) -> None:
         super().__init__(f"the turn did not finish within {seconds:g} s")
         self.seconds = seconds
+
+
+class TurnSuspended(ChatgateError):
+    """A turn paused for an approval is set down because the gateway stops: everything
+    it needs to resume is stored, so nothing is committed and its item stays pending."""
+
+    def __init__(self) -> None:
+        super().__init__("the gateway is stopping; the paused turn resumes at the next start")
 
 
 # -- tools ---------------------------------------------------------------------------

@@ -9,8 +9,9 @@ from collections.abc import Awaitable
 from typing import Protocol
 
 from core.access import TurnedAway
+from core.approvals.decision import Decided
 from core.messages import InboundMessage, OutboundMessage
-from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
+from core.store.records import Accepted, ApprovalScope, InboxItem, LastSeen, TurnReplies
 
 
 class Inbox(Protocol):
@@ -57,4 +58,18 @@ class Inbox(Protocol):
 
     def command_menu(self) -> list[tuple[str, str]]:
         """The chat commands as (name, one-line summary), for a platform's command menu."""
+        ...
+
+    async def decide_approval(
+        self,
+        approval_id: int,
+        *,
+        platform: str,
+        route: str | None,
+        user_id: str,
+        approve: bool,
+        scope: ApprovalScope = "once",
+    ) -> Decided:
+        """Decide a tool call waiting for approval in a chat of ``platform`` (and
+        ``route``), as ``user_id``; the turn waiting for it goes on."""
         ...

@@ -4,11 +4,12 @@
 the agent at all; then it commits the message to the inbox (a redelivery of the same
 platform message is recognised by its dedup key and not queued again) and queues it on
 its session's lane, with the chat command it invokes parsed once, here. ``/stop`` jumps
-the queue: it must reach the turn it is meant to cancel. ``recover`` queues what a
-previous process accepted but never processed. Once ``stop_intake`` has been called
-(the gateway is stopping), what adapters still hand in is committed but not queued: it
-waits in the inbox for the next start, and ``accepting`` tells adapters that can refuse
-instead.
+the queue: it must reach the turn it is meant to cancel; so do the commands marked
+``immediate`` (``/approve`` and ``/deny`` decide for a turn that waits on its lane).
+``recover`` queues what a previous process accepted but never processed. Once
+``stop_intake`` has been called (the gateway is stopping), what adapters still hand in
+is committed but not queued: it waits in the inbox for the next start, and
+``accepting`` tells adapters that can refuse instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 
 from core.access import AccessPolicy, TurnedAway
+from core.approvals.decision import Decided
+from core.approvals.service import Approvals
 from core.clock import Clock
 from core.commands import STOP, CommandRegistry
 from core.messages import InboundMessage, OutboundMessage
@@ -26,7 +29,7 @@ from core.router import SessionRouter
 from core.session_key import session_key
 from core.stats import CoreStats
 from core.store.db import SessionDB
-from core.store.records import Accepted, InboxItem, LastSeen, TurnReplies
+from core.store.records import Accepted, ApprovalScope, InboxItem, LastSeen, TurnReplies
 from core.tasks import TaskSet
 from core.turn_context import scope
 from core.turns import TurnProcessor, Work
@@ -60,8 +63,10 @@ class Ingress:
         access: AccessPolicy,
         limiter: ChatRateLimiter,
         clock: Clock,
+        approvals: Approvals,
     ) -> None:
         self._db = db
+        self._approvals = approvals
         self._clock = clock
         self._access = access
         self._limiter = limiter
@@ -118,7 +123,7 @@ class Ingress:
         for item in items:
             if self._router.in_flight(item.id):
                 continue
-            self._dispatch(item)
+            self._dispatch(item, recovered=True)
         if items:
             log.info("recovered %d unprocessed inbound messages", len(items))
         return len(items)
@@ -136,6 +141,10 @@ class Ingress:
         # Re-read the row: the turn may have finished after ``item`` was read.
         current = await self._db.inbox_item(item.id) or item
         replies = await self._db.replies_for(item.id)
+        if current.status == "pending":  # its turn may be waiting for an approval
+            asked = await self._db.approvals.latest_for_inbox(item.id)
+            if asked is not None and asked.status == "pending":
+                return TurnReplies(asked.session_id, replies, approvals=(asked,))
         return TurnReplies(current.session_id, replies, pending=current.status == "pending")
 
     async def replies_after(
@@ -150,20 +159,53 @@ class Ingress:
     ) -> list[LastSeen]:
         return await self._db.last_seen(platform, since, until, limit)
 
+    async def decide_approval(
+        self,
+        approval_id: int,
+        *,
+        platform: str,
+        route: str | None,
+        user_id: str,
+        approve: bool,
+        scope: ApprovalScope = "once",
+    ) -> Decided:
+        found = await self._approvals.get(approval_id)
+        if found is None or (found.target.platform, found.target.route) != (platform, route):
+            return Decided("unknown")
+        if not self._approvals.may_decide(platform, user_id):
+            return Decided("forbidden")
+        return await self._approvals.decide(
+            approval_id, approve=approve, by=user_id, scope=scope, notify=True
+        )
+
     def command_menu(self) -> list[tuple[str, str]]:
         return [(c.name, c.summary) for c in self._commands.all()]
 
-    def _dispatch(self, item: InboxItem, *, paced: bool = False) -> bool:
-        """Queue ``item`` (``/stop`` jumps the queue). ``paced``: under the chat's rate
-        limit; True when the chat is to hear that it now waits (``ChatRateLimiter``)."""
-        work = Work(item, self._commands.parse(item.message.text), self._clock.now())
-        if work.command is not None and work.command.command.name == STOP:
+    def _dispatch(self, item: InboxItem, *, paced: bool = False, recovered: bool = False) -> bool:
+        """Queue ``item`` (``/stop`` and immediate commands jump the queue). ``paced``:
+        under the chat's rate limit; True when the chat is to hear that it now waits
+        (``ChatRateLimiter``). ``recovered``: accepted before a restart."""
+        invocation = self._commands.parse(item.message.text)
+        work = Work(item, invocation, self._clock.now(), recovered=recovered)
+        if invocation is not None and invocation.command.name == STOP:
             self._router.watch(item.id)
             self._tasks.spawn(self._stop(work), name=f"stop:{item.session_key}")
+            return False
+        if invocation is not None and invocation.command.immediate:
+            self._router.watch(item.id)
+            self._tasks.spawn(self._immediately(work), name=f"command:{item.session_key}")
             return False
         tell = paced and self._limiter.schedule(item)
         self._router.submit(work)
         return tell
+
+    async def _immediately(self, work: Work) -> None:
+        try:
+            replies = await self._processor.handle(work)
+        except Exception:  # a bug in the command: its item stays pending, as on a lane
+            log.exception("command for inbox %s crashed", work.id)
+            replies = TurnReplies(work.session_id, [], pending=True)
+        self._router.resolve(work.id, replies)
 
     async def _stop(self, work: Work) -> None:
         stopped = self._router.cancel(work.session_key)

@@ -93,6 +93,11 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._visible())
 
+    def destructive(self, name: str) -> bool:
+        """Whether the tool called ``name`` says it may destroy something (an MCP
+        server's ``destructiveHint``): its calls wait for a person's approval."""
+        return getattr(self._visible().get(name), "destructive", False) is True
+
     def _visible(self) -> dict[str, Tool]:
         if self._parent is None:
             return self._tools

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from core import turn_limits
 from core.clock import Clock
@@ -59,6 +60,48 @@ def to_chat(stored: StoredMessage) -> ChatMessage:
     )
 
 
+class CallGate(Protocol):
+    """What a tool call passes before it runs (``core.approvals``: a person's yes)."""
+
+    async def clear(
+        self, call: ToolCall, session_id: str, so_far: Sequence[NewMessage]
+    ) -> str | None:
+        """None when ``call`` may run now; else the tool result that stands in for it.
+        ``so_far`` is the turn's work until now (what a paused turn resumes from)."""
+        ...
+
+
+def to_view(message: NewMessage) -> ChatMessage:
+    """A message of the running turn as the model saw it."""
+    if message.role == "user":
+        return ChatMessage(role="user", content=message.api_content or message.content)
+    if message.role == "tool":
+        return ChatMessage(
+            role="tool",
+            content=message.content,
+            tool_call_id=message.tool_call_id,
+            name=message.tool_name,
+        )
+    calls = tuple(
+        ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+        for c in message.tool_calls or ()
+    )
+    return ChatMessage(role="assistant", content=message.content, tool_calls=calls)
+
+
+def unanswered_calls(messages: Sequence[NewMessage]) -> list[ToolCall]:
+    """The calls of the turn's last assistant message that have no result yet."""
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+    if last is None:
+        return []
+    answered = {m.tool_call_id for m in messages[last + 1 :] if m.role == "tool"}
+    return [
+        ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+        for c in messages[last].tool_calls or ()
+        if c["id"] not in answered
+    ]
+
+
 class TurnRunner:
     """Runs turns against one model with one tool registry."""
 
@@ -88,6 +131,7 @@ class TurnRunner:
         ctx: ToolContext,
         offer: ToolOffer | None = None,
         result: TurnResult | None = None,
+        gate: CallGate | None = None,
     ) -> TurnResult:
         """Run the loop; raise ``ModelError`` if the model cannot be reached.
 
@@ -95,22 +139,55 @@ class TurnRunner:
         An empty ``result`` given by the caller is filled as the turn goes, so that a
         caller that cuts the turn short can still ``stop`` and store what it did.
         """
-        user_view = ChatMessage(role="user", content=user.api_content or user.content)
+        return await self.resume(
+            system=system,
+            history=history,
+            so_far=[user],
+            ctx=ctx,
+            offer=offer,
+            result=result,
+            gate=gate,
+        )
+
+    async def resume(
+        self,
+        *,
+        system: str,
+        history: Sequence[ChatMessage],
+        so_far: Sequence[NewMessage],
+        ctx: ToolContext,
+        offer: ToolOffer | None = None,
+        result: TurnResult | None = None,
+        gate: CallGate | None = None,
+    ) -> TurnResult:
+        """Go on with a turn whose work so far is ``so_far`` (the user message first):
+        its unanswered calls first, then the loop, never asking the model again for what
+        ``so_far`` holds. ``offer``, ``result`` and ``gate`` are as for ``run``."""
         result = result if result is not None else TurnResult()
-        result.messages.append(user)
-        result.api_view.extend([*history, user_view])
+        result.messages.extend(so_far)
+        result.api_view.extend([*history, *(to_view(m) for m in so_far)])
+        for message in so_far:
+            _count(result, message)
+        used = sum(m.role == "assistant" for m in so_far)
         with self._telemetry.agent(self.model.provider, self.model.model) as notes:
             try:
-                return await self._loop(system, result, ctx, offer)
+                if not await self._run_calls(result, unanswered_calls(so_far), ctx, offer, gate):
+                    return self.stop(result, turn_limits.tool_calls(self._max_tool_calls))
+                return await self._loop(system, result, ctx, offer, gate, used)
             finally:
                 notes.usage(result.input_tokens, result.output_tokens)
 
     async def _loop(
-        self, system: str, result: TurnResult, ctx: ToolContext, offer: ToolOffer | None
+        self,
+        system: str,
+        result: TurnResult,
+        ctx: ToolContext,
+        offer: ToolOffer | None,
+        gate: CallGate | None,
+        used: int,
     ) -> TurnResult:
         specs = list(offer.specs) if offer is not None else self.tools.specs()
-        ran = 0
-        for _ in range(self._max_iterations):
+        for _ in range(used, self._max_iterations):
             reply = await self.model.complete(
                 ModelRequest(system=system, messages=result.api_view, tools=specs)
             )
@@ -118,47 +195,58 @@ class TurnRunner:
             if not reply.tool_calls:
                 result.reply = reply.content or ""
                 return result
-            for call in reply.tool_calls[: max(self._max_tool_calls - ran, 0)]:
-                ran += 1
-                await self._run_tool(result, call, ctx, offer)
-            if _dangling(result.api_view):  # the tool-call budget kept some from running
+            if not await self._run_calls(result, reply.tool_calls, ctx, offer, gate):
                 return self.stop(result, turn_limits.tool_calls(self._max_tool_calls))
         return self.stop(result, turn_limits.iterations(self._max_iterations))
 
+    async def _run_calls(
+        self,
+        result: TurnResult,
+        calls: Sequence[ToolCall],
+        ctx: ToolContext,
+        offer: ToolOffer | None,
+        gate: CallGate | None,
+    ) -> bool:
+        """Run ``calls`` in order: a call not offered is refused, one the gate holds gets
+        the gate's stand-in. False when the turn's tool-call budget kept some from running
+        (every call given a result so far counts against it)."""
+        for call in calls:
+            if sum(m.role == "tool" for m in result.messages) >= self._max_tool_calls:
+                return False
+            refused = offer.refusal(call.name, self.tools.names()) if offer is not None else None
+            if refused is not None:
+                self._add_result(result, call, tool_error(refused))
+                continue
+            stand_in = await gate.clear(call, ctx.session_id, result.messages) if gate else None
+            if stand_in is None:
+                await self._run_tool(result, call, ctx)
+            else:
+                self._add_result(result, call, stand_in)
+        return True
+
     def _record_reply(self, result: TurnResult, reply: ModelReply) -> None:
-        result.input_tokens += reply.input_tokens
-        result.output_tokens += reply.output_tokens
-        result.cache_read_tokens += reply.cache_read_tokens
-        result.cache_write_tokens += reply.cache_write_tokens
-        result.tool_calls += len(reply.tool_calls)
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
-        result.messages.append(
-            NewMessage(
-                role="assistant",
-                content=reply.content,
-                created_at=self._clock.now(),
-                tool_calls=calls or None,
-                finish_reason=reply.finish_reason,
-                input_tokens=reply.input_tokens,
-                output_tokens=reply.output_tokens,
-                cache_read_tokens=reply.cache_read_tokens,
-                cache_write_tokens=reply.cache_write_tokens,
-            )
+        message = NewMessage(
+            role="assistant",
+            content=reply.content,
+            created_at=self._clock.now(),
+            tool_calls=calls or None,
+            finish_reason=reply.finish_reason,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cache_read_tokens=reply.cache_read_tokens,
+            cache_write_tokens=reply.cache_write_tokens,
         )
+        _count(result, message)
+        result.messages.append(message)
         result.api_view.append(
             ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         )
 
-    async def _run_tool(
-        self, result: TurnResult, call: ToolCall, ctx: ToolContext, offer: ToolOffer | None
-    ) -> None:
+    async def _run_tool(self, result: TurnResult, call: ToolCall, ctx: ToolContext) -> None:
         started = time.perf_counter()
-        refused = offer.refusal(call.name, self.tools.names()) if offer is not None else None
-        if refused is not None:
-            output = tool_error(refused)
-        else:
-            with self._telemetry.tool(call.name, call.id):
-                output = guarded(call.name, await self.tools.run(call, ctx))
+        with self._telemetry.tool(call.name, call.id):
+            output = guarded(call.name, await self.tools.run(call, ctx))
         log.debug("tool call: name=%s seconds=%.3f", call.name, time.perf_counter() - started)
         self._add_result(result, call, output)
 
@@ -192,11 +280,12 @@ class TurnRunner:
         return result
 
 
-def _dangling(view: Sequence[ChatMessage]) -> bool:
-    """Whether the last assistant message has a tool call without a result."""
-    answered = 0
-    for message in reversed(view):
-        if message.role == "assistant":
-            return answered < len(message.tool_calls)
-        answered += message.role == "tool"
-    return False
+def _count(result: TurnResult, message: NewMessage) -> None:
+    """Add an assistant message's usage and calls to the turn's totals."""
+    if message.role != "assistant":
+        return
+    result.input_tokens += message.input_tokens or 0
+    result.output_tokens += message.output_tokens or 0
+    result.cache_read_tokens += message.cache_read_tokens or 0
+    result.cache_write_tokens += message.cache_write_tokens or 0
+    result.tool_calls += len(message.tool_calls or ())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from core import turn_limits
@@ -24,6 +24,7 @@ from core.errors import (
     ModelRequestError,
     RateLimited,
     StoreUnavailable,
+    TurnSuspended,
     TurnTimedOut,
 )
 from core.hooks import TurnHooks, TurnStart
@@ -33,9 +34,9 @@ from core.session_state import SessionState
 from core.sessions import SessionKeeper
 from core.stats import CoreStats
 from core.store.db import SessionDB
-from core.store.records import InboxItem, NewMessage, TurnOutcome, TurnReplies
+from core.store.records import Approval, InboxItem, NewMessage, TurnOutcome, TurnReplies
 from core.tools import ToolContext
-from core.turn import TurnResult, TurnRunner
+from core.turn import CallGate, TurnResult, TurnRunner
 from core.turn_commit import TurnCommitter
 from core.turn_context import scope
 from core.turn_watch import TurnWatch
@@ -43,6 +44,8 @@ from core.turn_watch import TurnWatch
 log = logging.getLogger(__name__)
 
 CRASHED = "Sorry, something went wrong on my side and this message was not answered."
+# The gate each model turn's tool calls pass (approvals), for its inbox item.
+GateFor = Callable[[InboxItem], CallGate]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,8 @@ class Work:
     command: Invocation | None = None
     # When it was queued on its lane (clock seconds), for the inbox-wait histogram.
     queued_at: float | None = None
+    # Accepted before a restart: its turn may have paused for an approval, and resumes.
+    recovered: bool = False
 
     @property
     def id(self) -> int:
@@ -83,8 +88,10 @@ class TurnProcessor:
         stats: CoreStats,
         watch: TurnWatch,
         commits: TurnCommitter,
+        gate_for: GateFor | None = None,
     ) -> None:
         self._db = db
+        self._gate_for = gate_for
         self._commits = commits
         self._runner = runner
         self._sessions = sessions
@@ -121,16 +128,35 @@ class TurnProcessor:
         if work.command is not None:
             return await self._command(work.item, work.command)
         item = work.item
-        if await self._unknown_command(item):
+        paused = await self._db.approvals.latest_for_inbox(item.id) if work.recovered else None
+        if paused is None and await self._unknown_command(item):
             return await self._finish(self._reply_only(item, UNKNOWN_COMMAND))
         started = self._clock.now()
-        start = await self._hooks.prepare(TurnStart(await self._sessions.current(item)), item)
-        state = start.state
         partial = TurnResult()  # what the turn did, should its time bound cut it short
+        if paused is None:
+            start = await self._hooks.prepare(TurnStart(await self._sessions.current(item)), item)
+            state, notices = start.state, start.notices
+            turn = self._run_turn(state, item, partial)
+        else:  # it paused for an approval before a restart: go on from its stored work
+            state, notices = await self._sessions.current(item), []
+            turn = self._run_turn(state, item, partial, paused)
+        return await self._model_turn(item, state, turn, partial, started, notices)
+
+    async def _model_turn(
+        self,
+        item: InboxItem,
+        state: SessionState,
+        turn: Awaitable[TurnResult],
+        partial: TurnResult,
+        started: float,
+        notices: Sequence[str],
+    ) -> TurnReplies:
         try:
-            result = await self._run_turn(state, item, partial)
+            result = await turn
         except StoreUnavailable:
             raise  # not the turn's bug: ``handle`` runs it again once the store writes
+        except TurnSuspended:  # stored while it waited: it resumes at the next start
+            return TurnReplies(state.row.id, [], pending=True)
         except TurnTimedOut as exc:
             log.warning("turn %s stopped: %s", item.id, exc.__class__.__name__)
             result = self._runner.stop(partial, turn_limits.timeout(exc.seconds))
@@ -140,7 +166,7 @@ class TurnProcessor:
         except Exception as exc:  # the one boundary where any bug becomes a clean reply
             log.exception("turn %s crashed", item.id)
             return await self._fail(item, state, CRASHED, repr(exc), started)
-        return await self._complete(item, state, result, started, start.notices)
+        return await self._complete(item, state, result, started, notices)
 
     async def cancelled(self, work: Work) -> TurnReplies:
         """Commit the outcome of a turn ``/stop`` cancelled."""
@@ -173,17 +199,13 @@ class TurnProcessor:
         return TurnOutcome(item=item, status="done", processed_at=self._clock.now(), replies=[text])
 
     async def _run_turn(
-        self, state: SessionState, item: InboxItem, partial: TurnResult
+        self,
+        state: SessionState,
+        item: InboxItem,
+        partial: TurnResult,
+        paused: Approval | None = None,
     ) -> TurnResult:
         msg = item.message
-        # Turn-only material goes into the API copy of the user message, never the transcript.
-        user = NewMessage(
-            role="user",
-            content=msg.text,
-            api_content=await self._hooks.api_content(msg, state.row),
-            created_at=msg.received_at,
-            platform_message_id=msg.platform_message_id,
-        )
         ctx = ToolContext(
             session_id=state.row.id,
             session_key=item.session_key,
@@ -193,15 +215,30 @@ class TurnProcessor:
             thread_id=msg.thread_id,
             route=msg.route,
         )
-        run = self._runner.run(
+        so_far = (
+            list(paused.turn_messages) if paused is not None else [await self._user(state, item)]
+        )
+        run = self._runner.resume(
             system=state.row.system_prompt,
             history=state.history,
-            user=user,
+            so_far=so_far,
             ctx=ctx,
             offer=self._sessions.offer(state.row),
             result=partial,
+            gate=self._gate_for(item) if self._gate_for is not None else None,
         )
         return await self._watch.run(run, ChatTarget.of(msg), state.row.id)
+
+    async def _user(self, state: SessionState, item: InboxItem) -> NewMessage:
+        msg = item.message
+        # Turn-only material goes into the API copy of the user message, never the transcript.
+        return NewMessage(
+            role="user",
+            content=msg.text,
+            api_content=await self._hooks.api_content(msg, state.row),
+            created_at=msg.received_at,
+            platform_message_id=msg.platform_message_id,
+        )
 
     async def _complete(
         self,

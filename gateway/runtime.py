@@ -283,6 +283,7 @@ def _core_settings(settings: Settings) -> CoreSettings:
             max_age_seconds=settings.recovery.max_age,
             retry_max_seconds=settings.recovery.probe_max_seconds,
         ),
+        approvals=settings.tools.rules(),
     )
 
 

@@ -76,6 +76,12 @@ tools:                     # which tools each chat is offered (built-in and mcp_
                            # the most specific level that sets allow decides the allow list;
                            # every level's deny applies. A session keeps the tools it began
                            # with; a change applies from the next session (/new)
+  require_approval: []     # tool-name globs whose calls wait for an owner's yes in the chat,
+                           # e.g. ["mcp_fs_write_*", "cronjob"]; tools an MCP server marks
+                           # destructive always wait
+  approvers: []            # who may approve besides each platform's owners:
+                           # "platform:user_id" entries, e.g. ["webhook:alice"]
+  approval_timeout_seconds: 300  # no decision in this long denies the call
 
 prompt:
   identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)

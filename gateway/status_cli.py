@@ -69,6 +69,8 @@ class Report:
     jobs: list[JobLine]
     # name -> "stdio" or "http", with " (disabled)" when it is off
     mcp_servers: dict[str, str]
+    # Tool calls waiting for a person's approval, in every chat.
+    approvals_pending: int = 0
 
 
 async def _gather(settings: Settings) -> Report:
@@ -77,6 +79,7 @@ async def _gather(settings: Settings) -> Report:
     async with SessionDB(settings.database_url) as db:
         active = await db.active_session_count()
         done = await db.reviews.count_done()
+        waiting = await db.approvals.count_pending()
         curator = build_curator(settings, db, skill_store(settings))
         gate = await curator.gate() if curator_on else None
         jobs = await db.cron.next_runs(limit=50) if cron.enabled else []
@@ -93,7 +96,9 @@ async def _gather(settings: Settings) -> Report:
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
     mcp = _mcp_servers(settings)
-    return Report(str(settings.home), where, model.model, model.provider, active, done, lines, mcp)
+    return Report(
+        str(settings.home), where, model.model, model.provider, active, done, lines, mcp, waiting
+    )
 
 
 def _mcp_servers(settings: Settings) -> dict[str, str]:
@@ -111,6 +116,11 @@ def _print(report: Report) -> None:
     console.print(
         f"sessions:  {report.active} active; reviews done: {report.reviews_done}", markup=False
     )
+    if report.approvals_pending:
+        console.print(
+            f"approvals: {report.approvals_pending} waiting (/approve or /deny in the chat)",
+            markup=False,
+        )
     console.print("\nscheduler jobs:", markup=False)
     table = Table()
     add_id_column(table, "job", (line.job for line in report.jobs))  # "cron <id>"
@@ -143,6 +153,7 @@ def _json(report: Report) -> dict[str, object]:
         "database": report.database,
         "model": {"name": report.model, "provider": report.provider},
         "sessions": {"active": report.active, "reviews_done": report.reviews_done},
+        "approvals": {"pending": report.approvals_pending},
         "scheduler_jobs": jobs,
         "mcp_servers": report.mcp_servers,
     }

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from adapters.platform import Section, split_commas
 from core.errors import ConfigError
 from core.tool_policy import ToolPolicy, ToolRule
+from gateway.approval_settings import ApprovalSettings
 
 
 def _globs(value: list[str] | None) -> list[str] | None:
@@ -40,7 +41,9 @@ class ToolRuleSettings(Section):
         return ToolRule(allow=allow, deny=tuple(self.deny))
 
 
-class ToolSettings(Section):
+class ToolSettings(ApprovalSettings):
+    """The ``tools:`` section: the tool policy here, the approval keys inherited."""
+
     # Globs over tool names, built-in and MCP (mcp_<server>_<tool>) alike.
     allow: list[str] = Field(default_factory=lambda: ["*"])
     deny: list[str] = Field(default_factory=list)

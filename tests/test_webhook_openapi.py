@@ -167,10 +167,15 @@ async def test_the_schema_documents_each_refusal_and_the_signature_headers(
     paths = (await openapi(unsigned))["paths"]
     post = paths["/webhook/{route}"]["post"]
     pull = paths["/webhook/{route}/chats/{chat_id}/replies"]["get"]
+    decide = paths["/webhook/{route}/approvals/{approval_id}"]["post"]
 
     assert {"401", "409", "413", "422", "503"} <= set(post["responses"])
     assert {"401", "409", "422", "503"} <= set(pull["responses"])
-    for operation in (post, pull):
+    assert {"401", "403", "404", "409", "422", "503"} <= set(decide["responses"])
+    body = decide["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    assert body["decision"]["enum"] == ["approve", "deny"]
+    assert body["scope"]["enum"] == ["once", "session"]
+    for operation in (post, pull, decide):
         headers = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
         assert headers == {TIMESTAMP_HEADER, SIGNATURE_HEADER}
         error = operation["responses"]["422"]["content"]["application/json"]["schema"]

@@ -4,7 +4,9 @@
 "user_name"?, "thread_id"?}``. The message is committed to the inbox before any
 answer; by default the request then waits for the turn and returns its replies,
 with ``?wait=false`` it answers 202 and the replies are read from
-``GET /webhook/{route}/chats/{chat_id}/replies?after=<cursor>``.
+``GET /webhook/{route}/chats/{chat_id}/replies?after=<cursor>``. A turn that pauses
+for an approval answers a waiting request at once, with ``approvals``; they are decided
+through ``POST /webhook/{route}/approvals/{id}`` (``adapters.webhook.approvals``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
 
+from adapters.webhook.approvals import ApprovalRoute
 from adapters.webhook.auth import (
     PREFIX,
     SIGNATURE_HEADER,
@@ -39,6 +42,7 @@ from adapters.webhook.schema import (
     ROUTE_REGEX,
     SIGNATURE_PARAMETERS,
     SIGNED_ERRORS,
+    PulledAction,
     PulledReplies,
     PulledReply,
     WebhookMessage,
@@ -155,6 +159,7 @@ class WebhookAdapter:
             summary="Read replies for a chat after a cursor",
             tags=["webhook"],
         )
+        ApprovalRoute(self.name, self._require_inbox, self._read_body).install(app)
 
     async def post_message(self, request: Request) -> JSONResponse:
         """Accept one message; with ``wait`` (default) answer with the turn's replies."""
@@ -208,6 +213,7 @@ class WebhookAdapter:
                     session_id=r.session_id,
                     message_id=r.reply_to,
                     created_at=r.created_at,
+                    actions=[PulledAction(label=a.label, command=a.command) for a in r.actions],
                 )
                 for r in replies
             ],
@@ -229,11 +235,16 @@ class WebhookAdapter:
         if turn.pending:
             return None  # a redelivery of a message still waiting for its turn
         self._delivered(turn.replies)
-        return {
+        body: dict[str, Any] = {
             "session_id": turn.session_id,
             "message_id": item.message.platform_message_id,
             "replies": [{"text": r.text} for r in turn.replies],
         }
+        if turn.approvals:  # paused: the rest of the turn's replies are pulled later
+            body["approvals"] = [
+                {"id": a.id, "tool": a.tool_name, "arguments": a.arguments} for a in turn.approvals
+            ]
+        return body
 
     def _delivered(self, replies: Sequence[OutboundMessage]) -> None:
         if self._ledger is not None:

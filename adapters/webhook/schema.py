@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
@@ -60,15 +60,52 @@ class WebhookReply(BaseModel):
     text: str
 
 
+class PendingApproval(BaseModel):
+    """A tool call the paused turn waits on: decide it with
+    ``POST /webhook/{route}/approvals/{id}``."""
+
+    id: int
+    tool: str
+    arguments: str
+
+
 class WebhookTurn(BaseModel):
     session_id: str | None
     message_id: str
     replies: list[WebhookReply]
+    # Present when the turn paused for approvals: ``replies`` are those so far (the
+    # prompt); the rest are read from the replies route once it is decided.
+    approvals: list[PendingApproval] = Field(default_factory=list)
+
+
+class ApprovalDecision(BaseModel):
+    """The JSON body of ``POST /webhook/{route}/approvals/{id}``."""
+
+    decision: Literal["approve", "deny"]
+    user_id: Id
+    scope: Literal["once", "session"] = "once"
+
+
+class ApprovalDecided(BaseModel):
+    """The approval as decided."""
+
+    id: int
+    tool: str
+    status: str
+    scope: str | None
+    decided_by: str | None
 
 
 class WebhookQueued(BaseModel):
     message_id: str
     status: str = "queued"
+
+
+class PulledAction(BaseModel):
+    """A button under a reply: sending ``command`` as a message is the same as tapping."""
+
+    label: str
+    command: str
 
 
 class PulledReply(BaseModel):
@@ -77,6 +114,8 @@ class PulledReply(BaseModel):
     session_id: str | None
     message_id: str | None
     created_at: float
+    # An approval's choices (``/approve 12``, ``/approve 12 session``, ``/deny 12``).
+    actions: list[PulledAction] = Field(default_factory=list)
 
 
 class PulledReplies(BaseModel):
@@ -152,5 +191,20 @@ POST_OPENAPI: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {"application/json": {"schema": WebhookMessage.model_json_schema()}},
+    },
+}
+
+APPROVAL_ERRORS: dict[int | str, dict[str, Any]] = {
+    **SIGNED_ERRORS,
+    403: _error("This user may not decide approvals (owners and tools.approvers may)"),
+    404: _error("Unknown route name, or no approval with this id on this route"),
+    409: _error("The approval was already decided, or this signature was already used"),
+}
+
+APPROVAL_OPENAPI: dict[str, Any] = {
+    "parameters": SIGNATURE_PARAMETERS,
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": ApprovalDecision.model_json_schema()}},
     },
 }

@@ -15,6 +15,7 @@ from core.store import inbox as inbox_ops
 from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
+from core.store.approvals import ApprovalStore
 from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
@@ -50,7 +51,8 @@ class SessionDB:
     repositories of the features that keep state here are attributes, built once:
     ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
     (background reviews), ``curator`` (the skills curator's run log and flags) and
-    ``cron`` (scheduled prompts and their runs). The engines are private: every SQL
+    ``cron`` (scheduled prompts and their runs), ``approvals`` (tool calls waiting
+    for a person). The engines are private: every SQL
     statement lives in ``core/store``.
     """
 
@@ -79,6 +81,7 @@ class SessionDB:
         self.curator = CuratorStore(self._engines.read, self._writer)
         self.cron = CronStore(self._engines.read, self._writer)
         self.pairing = PairingStore(self._engines.read, self._writer)
+        self.approvals = ApprovalStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.messages import ChatTarget, OutboundMessage
+from core.messages import ChatTarget, OutboundMessage, ReplyAction
 from core.store.records import InboxItem
 from core.store.schema import outbox
 from core.store.text import scrub_row
@@ -27,6 +28,7 @@ _COLUMNS = (
     "status",
     "attempts",
     "created_at",
+    "actions",
 )
 _ADD = insert_sql("outbox", _COLUMNS, " RETURNING id")
 _DELIVERED_ONE = (
@@ -57,10 +59,39 @@ def add_replies(
 
 
 def add_notices(
-    tx: Tx, target: ChatTarget, session_id: str | None, texts: Sequence[str], created_at: float
+    tx: Tx,
+    target: ChatTarget,
+    session_id: str | None,
+    texts: Sequence[str],
+    created_at: float,
+    *,
+    reply_to: str | None = None,
 ) -> list[OutboundMessage]:
     """Queue ``texts`` for ``target`` without an inbound message (review notes, cron output)."""
-    return _queue(tx, target, texts, created_at, session_id=session_id)
+    return _queue(tx, target, texts, created_at, session_id=session_id, reply_to=reply_to)
+
+
+def add_prompt(
+    tx: Tx,
+    item: InboxItem,
+    session_id: str,
+    text: str,
+    actions: Sequence[ReplyAction],
+    created_at: float,
+) -> OutboundMessage:
+    """Queue one reply to ``item``'s chat with buttons under it (an approval's choices)."""
+    msg = item.message
+    (prompt,) = _queue(
+        tx,
+        ChatTarget.of(msg),
+        [text],
+        created_at,
+        session_id=session_id,
+        inbox_id=item.id,
+        reply_to=msg.platform_message_id,
+        actions=tuple(actions),
+    )
+    return prompt
 
 
 def _queue(
@@ -72,7 +103,9 @@ def _queue(
     session_id: str | None,
     inbox_id: int | None = None,
     reply_to: str | None = None,
+    actions: tuple[ReplyAction, ...] = (),
 ) -> list[OutboundMessage]:
+    encoded = json.dumps([[a.label, a.command] for a in actions]) if actions else None
     replies = []
     for text in texts:
         row = scrub_row(
@@ -88,6 +121,7 @@ def _queue(
                 "status": "pending",
                 "attempts": 0,
                 "created_at": created_at,
+                "actions": encoded,
             }
         )
         replies.append(
@@ -101,6 +135,7 @@ def _queue(
                 reply_to=reply_to,
                 inbox_id=inbox_id,
                 created_at=created_at,
+                actions=actions,
             )
         )
     return replies
@@ -200,4 +235,11 @@ def _from_row(row: Row[Any]) -> OutboundMessage:
         inbox_id=row.inbox_id,
         created_at=row.created_at,
         parts_sent=row.parts_sent,
+        actions=_actions(row.actions),
     )
+
+
+def _actions(stored: Any) -> tuple[ReplyAction, ...]:
+    """The ``actions`` column (JSON ``[[label, command], ...]``) as reply buttons."""
+    pairs = json.loads(stored) if isinstance(stored, str) else stored
+    return tuple(ReplyAction(str(label), str(command)) for label, command in pairs or ())

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.messages import InboundMessage, OutboundMessage
+from core.messages import ChatTarget, InboundMessage, OutboundMessage
 
 InboxStatus = Literal["pending", "done", "failed", "cancelled"]
+ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
+ApprovalScope = Literal["once", "session"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,31 @@ class InboxItem:
 
 
 @dataclass(frozen=True, slots=True)
+class Approval:
+    """A tool call that waits for (or got) a person's decision (``core.approvals``).
+
+    ``turn_messages`` is the paused turn's work so far, the asking call's assistant
+    message last but its tool results: what the turn resumes from.
+    """
+
+    id: int
+    inbox_id: int
+    session_id: str
+    session_key: str
+    target: ChatTarget
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    status: ApprovalStatus
+    created_at: float
+    turn_messages: tuple[NewMessage, ...] = ()
+    scope: ApprovalScope | None = None
+    decided_by: str | None = None
+    decided_at: float | None = None
+    prompt_outbox_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnReplies:
     """What processing one inbox item produced: its session and its queued replies."""
 
@@ -104,6 +131,8 @@ class TurnReplies:
     replies: list[OutboundMessage]
     # True when the item is still waiting for its turn (its replies are not known yet).
     pending: bool = False
+    # The turn paused for these approvals: ``replies`` are those so far (the prompt).
+    approvals: tuple[Approval, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

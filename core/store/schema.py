@@ -144,6 +144,8 @@ outbox = Table(
     Column("delivered_at", Float),
     Column("platform_message_id", String(255)),
     Column("error", Text),
+    # Buttons under the reply, ``[{"label", "command"}]`` (an approval's choices).
+    Column("actions", JSON),
     Index("ix_outbox_chat", "platform", "chat_id", "id"),
     Index("ix_outbox_inbox", "inbox_id"),
     Index("ix_outbox_status", "status", "id"),
@@ -287,4 +289,44 @@ store_probe = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("probed_at", Float, nullable=False),
+)
+
+# Tool calls waiting for (or done with) a person's decision. A pending row holds the
+# paused turn's work so far (``turn_messages``), so the turn resumes after a restart.
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("inbox_id", IdType, ForeignKey("inbox.id"), nullable=False),
+    Column("session_id", String(64), nullable=False),
+    Column("session_key", String(512), nullable=False),
+    Column("platform", String(32), nullable=False),
+    Column("route", String(255)),
+    Column("chat_id", String(255), nullable=False),
+    Column("thread_id", String(255)),
+    Column("tool_call_id", String(255), nullable=False),
+    Column("tool_name", String(255), nullable=False),
+    Column("arguments", Text, nullable=False),
+    Column("turn_messages", JSON, nullable=False),
+    # pending -> approved | denied | expired
+    Column("status", String(16), nullable=False),
+    # once | session (approved only)
+    Column("scope", String(16)),
+    Column("decided_by", String(255)),
+    Column("created_at", Float, nullable=False),
+    Column("decided_at", Float),
+    Column("prompt_outbox_id", IdType),
+    Index("ix_approvals_inbox", "inbox_id", "id"),
+    Index("ix_approvals_chat", "platform", "chat_id", "status", "id"),
+    Index("ix_approvals_status", "status", "id"),
+)
+
+# Tools approved "for this session": their later calls in the session are not asked.
+approval_grants = Table(
+    "approval_grants",
+    metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("tool_name", String(255), primary_key=True),
+    Column("granted_by", String(255), nullable=False),
+    Column("granted_at", Float, nullable=False),
 )
