@@ -117,9 +117,14 @@ def load_with_sources(
         sources[dotted] = "option"
     data["home"] = home
     try:
-        return _validated(model, data), sources
+        settings = _validated(model, data)
     except ConfigError as exc:
         raise _named(exc, sources) from None
+    given_env, given = dict(env), dict(overrides or {})
+    settings.read_again_with(
+        lambda: load_settings(home, given_env, overrides=given, config_file=config_file)
+    )
+    return settings, sources
 
 
 def _validated(model: type[Settings], data: dict[str, Any]) -> Settings:

@@ -10,11 +10,11 @@ here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator
 
 from adapters.platform import PlatformSpec, Section, split_commas
 from core.errors import ConfigError
@@ -140,6 +140,17 @@ class Settings(Section):
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    # How to read these settings again from where they came from (``gateway.config``).
+    _source: Callable[[], Settings] | None = PrivateAttr(default=None)
+
+    def read_again_with(self, source: Callable[[], Settings]) -> None:
+        self._source = source
+
+    def read_again(self) -> Settings | None:
+        """These settings as their config file, environment and options give them now
+        (a ``ConfigError`` when they no longer validate); None when they were not read
+        from a file (built in code)."""
+        return self._source() if self._source is not None else None
 
     def section(self, model: type[S]) -> S:
         """The section whose model is ``model`` (a feature's or a platform's)."""

@@ -108,3 +108,29 @@ def test_workspace_per_chat_beats_route_beats_profile(tmp_path: Path) -> None:
     assert workspace("vip", "support") == Path("/srv/vip")
     assert workspace("c1", "support") == Path("/srv/support")
     assert workspace("c1", "other") == Path("/srv/profile")
+
+
+def test_settings_read_again_from_the_file_environment_and_options_they_came_from(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "etc" / "chatgate.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("sessions:\n  max_iterations: 7\n", encoding="utf-8")
+    home = tmp_path / "home"
+    env = {"CHATGATE_SESSIONS__TURN_TIMEOUT_SECONDS": "42"}
+    settings = load_settings(
+        home, env, overrides={"sessions.max_tool_calls_per_turn": "9"}, config_file=elsewhere
+    )
+    elsewhere.write_text("sessions:\n  max_iterations: 8\n", encoding="utf-8")
+    (home / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text("sessions:\n  max_iterations: 99\n", encoding="utf-8")
+
+    again = settings.read_again()
+
+    assert again is not None
+    assert again.sessions.max_iterations == 8  # the file it started with, not the home's
+    assert again.sessions.turn_timeout_seconds == 42
+    assert again.sessions.max_tool_calls_per_turn == 9
+    elsewhere.write_text("sessions:\n  max_iterations: 0\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="sessions.max_iterations"):
+        settings.read_again()

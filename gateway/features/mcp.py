@@ -3,7 +3,8 @@ offered to the model as ``mcp_<server>_<tool>``.
 
 Servers connect in the background (``core.mcp.manager``): start-up never waits for
 one. ``/status`` and ``/metrics`` show each server's state and tool count;
-``/reload-mcp`` (owners) reconnects every server from the current config.yaml.
+``/reload-mcp`` (owners) reconnects every server from the current config (the file the
+gateway started with, its environment and options).
 """
 
 from __future__ import annotations
@@ -189,8 +190,11 @@ class Mcp:
 
 
 def _reread(settings: Settings) -> McpSettings:
-    """The ``mcp:`` section of the home's config.yaml as it is now (the environment's
-    ``CHATGATE_MCP__*`` values are not read again)."""
+    """The ``mcp:`` section as the gateway's config file, environment and options give
+    it now; settings built in code fall back to the home's config.yaml alone."""
+    again = settings.read_again()
+    if again is not None:
+        return again.section(McpSettings)
     path = settings.home / "config.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
