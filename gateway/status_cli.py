@@ -3,8 +3,8 @@
 It reads the configuration and the SessionDB, so it answers whether or not a gateway
 is running: the scheduler's periodic checks with their period, when the Curator may
 next run and why not sooner, the cron jobs in the order they run next, and the
-configured MCP servers (their live state is the running gateway's: ``/status`` in a
-chat, ``/metrics``; ``chatgate mcp list`` connects from here).
+configured MCP servers, with their live state and tool count when this profile's
+gateway answers on its port (``gateway.status_live`` reads its ``/metrics``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from gateway.features.review import ReviewSettings
 from gateway.features.skills import SkillsSettings
 from gateway.json_output import JsonFlag, emit, iso
 from gateway.skills_cli import skill_store
+from gateway.status_live import LiveServer, live_mcp_servers, metrics_url
 
 console = Console(highlight=False)
 
@@ -71,6 +72,9 @@ class Report:
     mcp_servers: dict[str, str]
     # Tool calls waiting for a person's approval, in every chat.
     approvals_pending: int = 0
+    # What the running gateway says of each server (None: no gateway answered).
+    mcp_live: dict[str, LiveServer] | None = None
+    metrics_url: str = ""
 
 
 async def _gather(settings: Settings) -> Report:
@@ -96,8 +100,19 @@ async def _gather(settings: Settings) -> Report:
     model = settings.model_config_for_core()
     where = redacted_url(settings.database_url)
     mcp = _mcp_servers(settings)
+    live = await live_mcp_servers(settings) if mcp else None
     return Report(
-        str(settings.home), where, model.model, model.provider, active, done, lines, mcp, waiting
+        str(settings.home),
+        where,
+        model.model,
+        model.provider,
+        active,
+        done,
+        lines,
+        mcp,
+        waiting,
+        live,
+        metrics_url(settings),
     )
 
 
@@ -131,10 +146,27 @@ def _print(report: Report) -> None:
         table.add_row(Text(line.job), Text(line.every), Text(when), Text(line.notes))
     console.print(table)
     if report.mcp_servers:
-        listed = ", ".join(f"{name} ({kind})" for name, kind in report.mcp_servers.items())
-        console.print(f"\nmcp servers: {listed}", markup=False, soft_wrap=True)
+        _print_mcp(report)
+
+
+def _print_mcp(report: Report) -> None:
+    console.print("\nmcp servers:", markup=False)
+    live = report.mcp_live
+    for name, kind in report.mcp_servers.items():
+        state = ""
+        if live is not None:
+            server = live.get(name)
+            if server is None or not server.connected:
+                state = ": not connected"
+            else:
+                state = f": connected, {server.tools} tool{'s'[: server.tools != 1]}"
+        console.print(f"  {name} ({kind}){state}", markup=False, soft_wrap=True)
+    if live is None:
         console.print(
-            "  live state: /status in a chat, /metrics, or chatgate mcp list", markup=False
+            f"  live state: no gateway answered at {report.metrics_url}"
+            " (chatgate mcp list connects from here)",
+            markup=False,
+            soft_wrap=True,
         )
 
 
@@ -156,6 +188,9 @@ def _json(report: Report) -> dict[str, object]:
         "approvals": {"pending": report.approvals_pending},
         "scheduler_jobs": jobs,
         "mcp_servers": report.mcp_servers,
+        "mcp_live": None
+        if report.mcp_live is None
+        else {n: {"connected": v.connected, "tools": v.tools} for n, v in report.mcp_live.items()},
     }
 
 

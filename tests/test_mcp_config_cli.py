@@ -3,6 +3,7 @@ logs) and ``chatgate mcp list`` / ``probe`` run as the console script."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -13,8 +14,11 @@ from core.errors import ConfigError
 from gateway.config import load_settings
 from gateway.features.mcp import McpSettings, server_configs
 from gateway.log_privacy import REDACTED, SecretRedactor, configured_secrets
-from tests.mcp_helpers import http_block, stdio_block, write_config
-from tests.test_cli import chatgate
+from tests.fakes.loopback import free_port
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.gateway_server import running_gateway
+from tests.mcp_helpers import http_block, reached, stdio_block, write_config
+from tests.test_cli import chatgate, cli_env
 
 
 @pytest.mark.parametrize(
@@ -127,3 +131,33 @@ def test_status_names_the_configured_servers(home: Path) -> None:
         "fake": "stdio",
         "later": "http (disabled)",
     }
+
+
+async def test_status_shows_each_servers_live_state_from_the_running_gateway(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(
+        home,
+        stdio_block("fake", include=["echo", "add"]),
+        http_block("gone", f"http://127.0.0.1:{free_port()}/mcp"),
+    )
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await reached(gw, "fake", "connected")
+        port = gw.base_url.rsplit(":", 1)[1].rstrip("/")
+        env = cli_env(CHATGATE_SERVER__PORT=port)
+        shown, as_json = await asyncio.gather(
+            asyncio.to_thread(chatgate, "status", env=env),
+            asyncio.to_thread(chatgate, "status", "--json", env=env),
+        )
+    nobody = chatgate("status", env=cli_env(CHATGATE_SERVER__PORT=str(free_port())))
+
+    assert shown.returncode == 0, shown.stderr
+    assert "  fake (stdio): connected, 2 tools" in shown.stdout.splitlines()
+    assert "  gone (http): not connected" in shown.stdout.splitlines()
+    assert json.loads(as_json.stdout)["mcp_live"] == {
+        "fake": {"connected": True, "tools": 2},
+        "gone": {"connected": False, "tools": 0},
+    }
+    assert nobody.returncode == 0, nobody.stderr
+    assert "  fake (stdio)" in nobody.stdout.splitlines()
+    assert "live state: no gateway answered at http://127.0.0.1:" in nobody.stdout
