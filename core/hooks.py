@@ -70,9 +70,12 @@ EXTERNAL_BLOCKS = 30
 
 @dataclass(frozen=True, slots=True)
 class PromptBlock:
-    """Text for a new session's volatile tier; ``render`` may block (it runs in a thread)."""
+    """Text for a new session's volatile tier; ``render`` may block (it runs in a thread).
+    It gets the chat's message and the names of the tools the new session is offered, so
+    a block about a tool (the skills index, read with ``skill_view``) leaves itself out
+    where the tool policy withholds it."""
 
-    render: Callable[[InboundMessage], Sequence[str]]
+    render: Callable[[InboundMessage, Sequence[str]], Sequence[str]]
     order: int = MEMORY_BLOCKS
 
 
@@ -154,7 +157,8 @@ class TurnHooks:
     async def status(self, row: SessionRow) -> list[list[str]]:
         return [await lines(row) for lines in self.status_lines]
 
-    def blocks(self, msg: InboundMessage) -> list[str]:
-        """The volatile blocks for a new session of ``msg``'s chat (blocking)."""
+    def blocks(self, msg: InboundMessage, tool_names: Sequence[str]) -> list[str]:
+        """The volatile blocks for a new session of ``msg``'s chat, offered
+        ``tool_names`` (blocking)."""
         ordered = sorted(self.prompt_blocks, key=lambda block: block.order)
-        return [text for block in ordered for text in block.render(msg) if text]
+        return [text for block in ordered for text in block.render(msg, tool_names) if text]

@@ -118,6 +118,7 @@ class SessionKeeper:
         model = self._model
         place = ToolPlace(msg.platform, msg.chat_id, msg.route)
         specs = self._tools.offered(place, tool_names)
+        names = [s.name for s in specs]
         parts = self._prompts.build(
             PromptContext(
                 session_id=session_id,
@@ -125,9 +126,9 @@ class SessionKeeper:
                 provider=model.provider,
                 model=model.model,
                 started_at=now,
-                tool_names=[s.name for s in specs],
+                tool_names=names,
                 caller=caller or self._caller_context_for(msg),
-                memory_blocks=await asyncio.to_thread(self._hooks.blocks, msg),
+                memory_blocks=await asyncio.to_thread(self._hooks.blocks, msg, names),
             )
         )
         return SessionRow(

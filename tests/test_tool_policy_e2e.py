@@ -133,3 +133,23 @@ def test_a_bad_policy_is_one_config_error(home: Path, tools: Json, key: str, rea
     assert caught.value.key == key
     assert reason in caught.value.reason
     assert "\n" not in str(caught.value)
+
+
+async def test_the_prompt_speaks_only_of_the_tools_a_chat_is_offered(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home, {"chats": {"webhook:public": {"allow": ["session_search"]}}})
+    skill = home / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(
+        "---\nname: deploy\ndescription: Ship the app to production.\n---\nSteps.\n",
+        encoding="utf-8",
+    )
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("hi", chat_id="owner")
+        await gw.say("hi", chat_id="public")
+
+    owner, public = (r["messages"][0]["content"] for r in fake_openai.requests)
+    assert "skill_view(name)" in owner and "deploy" in owner
+    assert "skill_view" not in public  # no index that tells it to load skills it cannot
+    assert "deploy" not in public

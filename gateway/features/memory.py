@@ -103,7 +103,9 @@ class Memory:
             ),
             guidance={"memory": GUIDANCE},
             prompt_blocks=[
-                PromptBlock(lambda msg: files.snapshot(msg.platform, msg.user_id), MEMORY_BLOCKS)
+                PromptBlock(
+                    lambda msg, _tools: files.snapshot(msg.platform, msg.user_id), MEMORY_BLOCKS
+                )
             ],
             status_lines=[memory_status(ctx.db)],
         )

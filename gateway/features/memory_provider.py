@@ -43,7 +43,9 @@ class ExternalMemory:
             yield Contribution(
                 tools=providers.tools(),
                 prompt_blocks=[
-                    PromptBlock(lambda _msg: providers.system_prompt_blocks(), EXTERNAL_BLOCKS)
+                    PromptBlock(
+                        lambda _msg, _tools: providers.system_prompt_blocks(), EXTERNAL_BLOCKS
+                    )
                 ],
                 turn_material=[self._recall],
                 turn_done=[self._sync],

@@ -9,7 +9,7 @@ write shows in the next session's index.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from pydantic import Field
@@ -77,11 +77,17 @@ class Skills:
             ),
             guidance={"skills_list": GUIDANCE},
             prompt_blocks=[
-                PromptBlock(lambda msg: [tools.index(msg.platform, registry.names())], INDEX_BLOCKS)
+                PromptBlock(lambda msg, names: _index(tools, msg, names), INDEX_BLOCKS)
             ],
             turn_material=[_slash_skills(ctx, s, registry)],
             slash_claims=[_skill_claims(ctx, s, registry)],
         )
+
+
+def _index(tools: SkillTools, msg: InboundMessage, offered: Sequence[str]) -> list[str]:
+    """The skills index, for a session offered ``skill_view`` only: it tells the model
+    to load skills with that tool."""
+    return [tools.index(msg.platform, offered)] if "skill_view" in offered else []
 
 
 def _slash_skills(ctx: FeatureContext, s: SkillsSettings, registry: ToolRegistry) -> TurnMaterial:
