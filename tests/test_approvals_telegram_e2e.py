@@ -91,7 +91,8 @@ async def test_the_owners_tap_approves_once_and_the_tool_runs(
         await tg.wait_until(lambda: bool(tg.markup_edits), what="the keyboard removed")
         await idle(gw)
 
-    assert "wipe_disk" in prompt.text and "/srv/old" in prompt.text
+    assert "wipe_disk" in prompt.text
+    assert "/srv/old" in prompt.text
     assert prompt.reply_markup == keyboard(1)
     assert before == []
     assert tool.calls == [{"path": "/srv/old"}]
