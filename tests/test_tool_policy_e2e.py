@@ -150,6 +150,7 @@ async def test_the_prompt_speaks_only_of_the_tools_a_chat_is_offered(
         await gw.say("hi", chat_id="public")
 
     owner, public = (r["messages"][0]["content"] for r in fake_openai.requests)
-    assert "skill_view(name)" in owner and "deploy" in owner
+    assert "skill_view(name)" in owner
+    assert "deploy" in owner
     assert "skill_view" not in public  # no index that tells it to load skills it cannot
     assert "deploy" not in public
