@@ -76,9 +76,7 @@ class Skills:
                 approvers=s.approvers,
             ),
             guidance={"skills_list": GUIDANCE},
-            prompt_blocks=[
-                PromptBlock(lambda msg, names: _index(tools, msg, names), INDEX_BLOCKS)
-            ],
+            prompt_blocks=[PromptBlock(lambda msg, names: _index(tools, msg, names), INDEX_BLOCKS)],
             turn_material=[_slash_skills(ctx, s, registry)],
             slash_claims=[_skill_claims(ctx, s, registry)],
         )
