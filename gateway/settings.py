@@ -143,6 +143,14 @@ class Settings(Section):
     # How to read these settings again from where they came from (``gateway.config``).
     _source: Callable[[], Settings] | None = PrivateAttr(default=None)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal settings hold equal values; where they were read from is no part of it."""
+        if not isinstance(other, Settings):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as every pydantic model
+
     def read_again_with(self, source: Callable[[], Settings]) -> None:
         self._source = source
 

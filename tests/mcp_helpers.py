@@ -10,8 +10,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from core.mcp.connection import ServerConnection, State
+from core.mcp.connection import ServerConnection
 from core.mcp.manager import McpManager
+from core.mcp.servers import State
 from gateway.features.mcp import Mcp
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.mcp_server import build_server

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -29,13 +29,12 @@ from mcp_types import CONNECTION_CLOSED
 from mcp_types import Tool as RemoteSpec
 
 from core.mcp import results
-from core.mcp.servers import ServerConfig, open_client
+from core.mcp.client import open_client
+from core.mcp.servers import STATES, ServerConfig, State
 from core.retry import Backoff
 
 log = logging.getLogger(__name__)
 
-State = Literal["connecting", "connected", "failed", "disabled"]
-STATES: tuple[State, ...] = ("connecting", "connected", "failed", "disabled")
 # How often an idle connection is checked; a call finds a closed one at once.
 PROBE_SECONDS = 15.0
 # Connected this long, a loss starts the backoff from its first pause again.

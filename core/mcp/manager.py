@@ -20,9 +20,9 @@ from types import TracebackType
 from typing import Any
 
 from core.mcp import results
-from core.mcp.connection import RemoteTool, ServerConnection, State
+from core.mcp.connection import RemoteTool, ServerConnection
 from core.mcp.naming import model_name, offered
-from core.mcp.servers import ServerConfig, Transport
+from core.mcp.servers import ServerConfig, State, Transport
 from core.mcp.tool import McpTool
 from core.models.base import ToolSpec
 from core.retry import Backoff

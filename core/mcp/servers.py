@@ -1,4 +1,5 @@
-"""One configured MCP server, and the SDK client that talks to it.
+"""One configured MCP server (the SDK client that talks to it is ``core.mcp.client``,
+kept apart so that reading the settings never imports the SDK).
 
 A server runs as a subprocess speaking stdio (``command``) or answers Streamable HTTP
 (``url``). Its ``env`` and ``headers`` values may be secrets: they are kept out of
@@ -7,24 +8,18 @@ A server runs as a subprocess speaking stdio (``command``) or answers Streamable
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-import httpx2
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp_types import Implementation
-
 Transport = Literal["stdio", "http"]
+# A server connection's state (``core.mcp.connection``), named here so that settings,
+# status and metrics code need not import the SDK.
+State = Literal["connecting", "connected", "failed", "disabled"]
+STATES: tuple[State, ...] = ("connecting", "connected", "failed", "disabled")
 _REDACTED = "<redacted>"
 # Shorter values would scrub ordinary words out of error texts.
 _MIN_SECRET_CHARS = 4
-# The SDK's own defaults: a server may hold a response stream open for minutes.
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,27 +64,3 @@ class ServerConfig:
         for secret in secrets:
             text = text.replace(secret, _REDACTED)
         return text
-
-
-@asynccontextmanager
-async def open_client(config: ServerConfig, version: str = "") -> AsyncIterator[Client]:
-    """A connected SDK ``Client`` for ``config`` (the handshake done); closing it stops
-    the subprocess or ends the HTTP session."""
-    info = Implementation(name="chatgate", version=version)
-    async with AsyncExitStack() as stack:
-        if config.url is not None:
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT)
-            )
-            transport = streamable_http_client(config.url, http_client=http)
-        else:
-            params = StdioServerParameters(
-                command=config.command or "",
-                args=list(config.args),
-                env=dict(config.env) or None,
-                cwd=config.cwd,
-            )
-            # The server's stderr is its own log; it goes where ours does.
-            transport = stdio_client(params, errlog=sys.stderr)
-        client = Client(transport, client_info=info, cache=None)
-        yield await stack.enter_async_context(client)

@@ -14,7 +14,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -22,13 +22,14 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from adapters.platform import Section
 from core.commands import Command, CommandHost, CommandReply
 from core.errors import ConfigError
-from core.mcp.connection import STATES
-from core.mcp.manager import McpManager, ServerStatus
 from core.mcp.naming import SERVER_NAME
-from core.mcp.servers import ServerConfig
+from core.mcp.servers import STATES, ServerConfig
 from core.store.records import InboxItem, SessionRow
 from gateway.features.base import Contribution, FeatureContext, FeatureSpec, Metric
 from gateway.settings import Settings
+
+if TYPE_CHECKING:  # the manager imports the MCP SDK: only a running gateway needs it
+    from core.mcp.manager import McpManager, ServerStatus
 
 STARTER_CONFIG = """\
 mcp:
@@ -159,6 +160,8 @@ class Mcp:
     @asynccontextmanager
     async def open(self, ctx: FeatureContext) -> AsyncIterator[Contribution]:
         m = self._settings.section(McpSettings)
+        from core.mcp.manager import McpManager
+
         manager = McpManager(
             ctx.core.tools,
             server_configs(m),
