@@ -24,7 +24,6 @@ from typing import Annotated, Any, TypeVar
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from pydantic import ValidationError
 
 from adapters.webhook.approvals import ApprovalRoute
 from adapters.webhook.auth import (
@@ -47,6 +46,7 @@ from adapters.webhook.schema import (
     PulledReply,
     WebhookMessage,
     WebhookTurn,
+    parse_body,
 )
 from core.access import TurnedAway
 from core.errors import RequestRefused, SignatureError, StoreError, StoreUnavailable
@@ -170,7 +170,7 @@ class WebhookAdapter:
             inbox = self._require_intake()
             route: str = request.path_params["route"]
             body, replayed = await self._read_body(route, request)
-            parsed = _parse(body)
+            parsed = parse_body(body, WebhookMessage)
             # With a message id, the inbox answers a replay from the first turn.
             _refuse_replay(replayed and parsed.message_id is None)
             msg = self._inbound(route, parsed)
@@ -359,21 +359,3 @@ def _read_flag(request: Request, name: str, *, default: bool) -> bool:
     if word in FALSE_WORDS:
         return False
     raise RequestRefused(422, f"query parameter '{name}' must be true or false", field=name)
-
-
-def _parse(body: bytes) -> WebhookMessage:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        # ValueError covers JSONDecodeError, UnicodeDecodeError and integers past
-        # Python's digit limit; RecursionError is deeply nested arrays or objects.
-        raise RequestRefused(422, f"body is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RequestRefused(422, "body must be a JSON object")
-    try:
-        return WebhookMessage.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = ".".join(str(p) for p in first["loc"]) or "body"
-        reason = "is required" if first["type"] == "missing" else first["msg"]
-        raise RequestRefused(422, f"field '{name}' {reason}", field=name) from None

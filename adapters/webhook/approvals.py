@@ -9,13 +9,11 @@ pushed) like ``wait=false`` replies.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import FastAPI, Path, Request
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
 
 from adapters.webhook.schema import (
     APPROVAL_ERRORS,
@@ -23,6 +21,7 @@ from adapters.webhook.schema import (
     ROUTE_REGEX,
     ApprovalDecided,
     ApprovalDecision,
+    parse_body,
 )
 from core.errors import RequestRefused, StoreError
 from core.inbox import Inbox
@@ -61,7 +60,7 @@ class ApprovalRoute:
             inbox = self._inbox()
             body, replayed = await self._read_body(route, request)
             _refuse_replay(replayed)
-            decision = _parse(body)
+            decision = parse_body(body, ApprovalDecision)
             decided = await inbox.decide_approval(
                 approval_id,
                 platform=self._platform,
@@ -102,19 +101,3 @@ _REFUSALS = {
 def _refuse_replay(replayed: bool) -> None:
     if replayed:
         raise RequestRefused(409, REPLAYED)
-
-
-def _parse(body: bytes) -> ApprovalDecision:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise RequestRefused(422, f"body is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RequestRefused(422, "body must be a JSON object")
-    try:
-        return ApprovalDecision.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = ".".join(str(p) for p in first["loc"]) or "body"
-        reason = "is required" if first["type"] == "missing" else first["msg"]
-        raise RequestRefused(422, f"field '{name}' {reason}", field=name) from None

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import json
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
 
 from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from core.errors import RequestRefused
+
+M = TypeVar("M", bound=BaseModel)
 
 ID_MAX = 255
 # Route names; others are answered 404.
@@ -208,3 +212,22 @@ APPROVAL_OPENAPI: dict[str, Any] = {
         "content": {"application/json": {"schema": ApprovalDecision.model_json_schema()}},
     },
 }
+
+
+def parse_body(body: bytes, model: type[M]) -> M:
+    """A request body as ``model``; a 422 ``RequestRefused`` naming the first bad field."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError, UnicodeDecodeError and integers past
+        # Python's digit limit; RecursionError is deeply nested arrays or objects.
+        raise RequestRefused(422, f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise RequestRefused(422, "body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or "body"
+        reason = "is required" if first["type"] == "missing" else first["msg"]
+        raise RequestRefused(422, f"field '{name}' {reason}", field=name) from None
