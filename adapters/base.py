@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # only annotations: the CLI imports this without the HTTP sta
     from core.inbox import Inbox
     from core.ledger import DeliveryLedger
     from core.messages import OutboundMessage
+    from core.streaming import Previews
 
 
 class Adapter(Protocol):
@@ -33,6 +34,12 @@ class Adapter(Protocol):
     @property
     def healthy(self) -> bool:
         """Connected and receiving (``/readyz`` answers 503 naming it while False)."""
+        ...
+
+    @property
+    def previews(self) -> Previews | None:
+        """Shows replies while they are generated (``core.streaming``); None: this
+        platform (or its settings) does not stream, replies arrive whole."""
         ...
 
     def install(self, app: FastAPI) -> None:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.base import Adapter
 from adapters.probe import Probe
+from core.media.store import MediaStore
 from core.messages import InboundMessage
 from core.prompt.builder import CallerContext
 
@@ -78,6 +79,11 @@ class PlatformServices:
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def media(self) -> MediaStore:
+        """The home's media store: the files replies carry (``OutboundFile.media``)."""
+        return MediaStore(self.home / "media")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from core.crash_guard import CrashGuard
 from core.hooks import TurnHooks
 from core.ingress import Ingress, SessionPolicy
 from core.ledger import DeliveryLedger
+from core.media.intake import MediaIntake
 from core.messages import ChatTarget, OutboundMessage
 from core.models.base import ModelClient
 from core.models.observed import ObservedModel
@@ -37,6 +38,7 @@ from core.session_tools import SessionTools
 from core.sessions import CallerContextFor, SessionKeeper
 from core.stats import CoreStats
 from core.store.db import SessionDB
+from core.streaming import Previews, Streaming
 from core.telemetry import NO_TELEMETRY, Telemetry
 from core.tool_policy import ToolPolicy
 from core.tools import ToolRegistry
@@ -72,6 +74,9 @@ class CoreSettings:
     commits: CommitPolicy = field(default_factory=CommitPolicy)
     # Which tool calls wait for a person's approval, who may give it, for how long.
     approvals: ApprovalRules = field(default_factory=ApprovalRules)
+    # Show replies while they are generated where the chat's adapter can
+    # (``streaming.enabled``; off wins over every platform's own setting).
+    streaming: bool = True
 
 
 class Core:
@@ -89,8 +94,12 @@ class Core:
         *,
         caller_context_for: CallerContextFor,
         telemetry: Telemetry = NO_TELEMETRY,
+        previews: Mapping[str, Previews] | None = None,
+        intake: MediaIntake | None = None,
     ) -> None:
         self.stats = CoreStats()
+        self._streaming = Streaming(previews or {}, enabled=settings.streaming)
+        self._intake = intake or MediaIntake()
         self.model = model = ObservedModel(model, self.stats, telemetry)
         self.hooks = hooks
         self.tools = ToolRegistry()
@@ -151,6 +160,8 @@ class Core:
             self._watch,
             TurnCommitter(db, clock, settings.commits),
             self.approvals.gate,
+            streaming=self._streaming,
+            intake=self._intake,
         )
 
     def _approvals(self, db: SessionDB, clock: Clock, rules: ApprovalRules) -> Approvals:

@@ -21,6 +21,9 @@ they were added:
   input as notes to keep;
 - ``memory_written(write)``: after the ``memory`` tool (or ``/memory approve``) applied
   a change to MEMORY.md or USER.md (one call per changed entry);
+- ``reply_media(item, reply)``: files to send with a model turn's reply (a spoken copy
+  of it), stored before the turn commits; a failing hook is logged and the reply goes
+  out without its files;
 - ``status_lines(row)``: what ``/status`` adds about an open session;
 - ``prompt_blocks(msg)``: blocks for a new session's volatile prompt tier, sorted by
   their ``order`` (indexes, then memory snapshots, then external memory). They may
@@ -35,6 +38,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from core.media.refs import MediaRef
 from core.memory.writes import MemoryWrite, OnMemoryWrite
 from core.messages import InboundMessage
 from core.session_state import SessionState
@@ -59,6 +63,7 @@ TurnDone = Callable[[SessionState, InboxItem, TurnResult], Awaitable[None]]
 SessionStarted = Callable[[SessionRow], Awaitable[None]]
 SessionEnded = Callable[[str], Awaitable[None]]
 StatusLines = Callable[[SessionRow], Awaitable[list[str]]]
+ReplyMedia = Callable[[InboxItem, str], Awaitable[Sequence[MediaRef]]]
 PreCompress = Callable[[SessionRow, Sequence[StoredMessage]], Awaitable[str | None]]
 MemoryWritten = OnMemoryWrite
 
@@ -92,6 +97,7 @@ class TurnHooks:
     status_lines: list[StatusLines] = field(default_factory=list)
     pre_compress: list[PreCompress] = field(default_factory=list)
     memory_written: list[MemoryWritten] = field(default_factory=list)
+    reply_media: list[ReplyMedia] = field(default_factory=list)
     prompt_blocks: list[PromptBlock] = field(default_factory=list)
     tool_guidance: dict[str, str] = field(default_factory=dict)
 
@@ -123,6 +129,16 @@ class TurnHooks:
                 await hook(state, item, result)
             except Exception:  # the turn is committed and answered whatever a hook does
                 log.exception("after-turn hook failed for inbox %s", item.id)
+
+    async def files_for(self, item: InboxItem, reply: str) -> list[MediaRef]:
+        """What the ``reply_media`` hooks send with ``reply``."""
+        files: list[MediaRef] = []
+        for hook in self.reply_media:
+            try:
+                files.extend(await hook(item, reply))
+            except Exception:  # the reply goes out as text
+                log.exception("reply-media hook failed for inbox %s", item.id)
+        return files
 
     async def started(self, row: SessionRow) -> None:
         for hook in self.session_started:

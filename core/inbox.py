@@ -10,7 +10,7 @@ from typing import Protocol
 
 from core.access import TurnedAway
 from core.approvals.decision import Decided
-from core.messages import InboundMessage, OutboundMessage
+from core.messages import InboundMessage, OutboundFile, OutboundMessage
 from core.store.records import Accepted, ApprovalScope, InboxItem, LastSeen, TurnReplies
 
 
@@ -54,6 +54,13 @@ class Inbox(Protocol):
     ) -> list[LastSeen]:
         """Per chat of ``platform`` with messages received in [since, until): the newest
         (where a reconnecting adapter resumes reading the platform's history)."""
+        ...
+
+    async def sent_file(
+        self, file_id: str, *, platform: str, route: str | None
+    ) -> tuple[OutboundFile, str] | None:
+        """A file sent with a reply to a chat of ``platform`` (and ``route``), and that
+        chat's id; None when there is none by that id there (a pull adapter serves it)."""
         ...
 
     def command_menu(self) -> list[tuple[str, str]]:

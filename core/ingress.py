@@ -23,7 +23,7 @@ from core.approvals.decision import Decided
 from core.approvals.service import Approvals
 from core.clock import Clock
 from core.commands import STOP, CommandRegistry
-from core.messages import InboundMessage, OutboundMessage
+from core.messages import InboundMessage, OutboundFile, OutboundMessage
 from core.rate_limit import ChatRateLimiter
 from core.router import SessionRouter
 from core.session_key import session_key
@@ -158,6 +158,11 @@ class Ingress:
         self, platform: str, since: float, until: float, limit: int = 500
     ) -> list[LastSeen]:
         return await self._db.last_seen(platform, since, until, limit)
+
+    async def sent_file(
+        self, file_id: str, *, platform: str, route: str | None
+    ) -> tuple[OutboundFile, str] | None:
+        return await self._db.outbound_file(file_id, platform=platform, route=route)
 
     async def decide_approval(
         self,

@@ -39,6 +39,12 @@ class DeliveryLedger(Protocol):
         """Record, soon and in bulk, that these replies reached the person."""
         ...
 
+    async def preview_shown(self, inbox_id: int, platform_message_id: str) -> None:
+        """Record, durably, the platform message a streamed preview of ``inbox_id``'s
+        reply is shown in (``core.streaming``): the reply takes it over when it is sent,
+        after a restart too, so the chat never keeps a stale preview beside it."""
+        ...
+
 
 class Ledger:
     """The ``DeliveryLedger`` over the SessionDB's outbox; ``close`` flushes what is left."""
@@ -52,6 +58,9 @@ class Ledger:
 
     async def parts_sent(self, outbox_id: int, parts: int) -> None:
         await self._db.note_parts_sent(outbox_id, parts)
+
+    async def preview_shown(self, inbox_id: int, platform_message_id: str) -> None:
+        await self._db.note_preview(inbox_id, platform_message_id)
 
     def delivered(self, replies: Sequence[OutboundMessage]) -> None:
         if not replies:

@@ -8,6 +8,13 @@ chat delivers. Neither side sees the other's library types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+from core.media.refs import MediaRef
+
+# What a platform says a file is: a photo, a voice note (recorded in the chat), an audio
+# file, a video, a document; ``file`` when it does not say (the mime type decides).
+AttachmentKind = Literal["image", "voice", "audio", "video", "document", "file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +25,7 @@ class Attachment:
     mime_type: str = "application/octet-stream"
     name: str = ""
     size: int = 0
+    kind: AttachmentKind = "file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,24 @@ class ReplyAction:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file sent with a reply (``send_file``, a spoken reply): ``id`` names it in the
+    outbox (the webhook serves it at ``/webhook/{route}/files/{id}``), ``media`` is its
+    stored copy (``core.media.store.MediaStore.path``)."""
+
+    id: str
+    media: MediaRef
+
+    @property
+    def name(self) -> str:
+        return self.media.name or self.id
+
+    @property
+    def mime(self) -> str:
+        return self.media.mime
+
+
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """One reply for a chat, as stored in the outbox (``id`` is its outbox id)."""
 
@@ -79,6 +105,12 @@ class OutboundMessage:
     # Buttons under the reply (an approval's choices); a platform without buttons shows
     # the reply's text alone, which names the typed commands.
     actions: tuple[ReplyAction, ...] = ()
+    # Files sent after the text (a ``voice`` one before it, the text as its caption).
+    files: tuple[OutboundFile, ...] = ()
+    # The platform message that showed this reply while it was generated (a streamed
+    # preview, ``core.streaming``): the reply's first part replaces its text rather than
+    # being sent anew, so the reply appears once.
+    preview_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from core.media.refs import MediaRef
 from core.models.base import ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,9 @@ class ToolContext:
     thread_id: str | None = None
     route: str | None = None
     origin: WriteOrigin = "foreground"
+    # Attaches a stored file to this call's result (``send_file``): the turn's reply
+    # carries the files its tool results attached. None outside a turn's tool loop.
+    attach: Callable[[MediaRef], None] | None = None
 
 
 class Tool(Protocol):

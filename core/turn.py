@@ -10,6 +10,7 @@ in one transaction (or nothing, when the model fails).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -18,9 +19,11 @@ from typing import Protocol
 
 from core import turn_limits
 from core.clock import Clock
+from core.media.refs import MediaRef
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ToolCall
 from core.session_tools import ToolOffer
 from core.store.records import NewMessage, StoredMessage
+from core.streaming import NO_PREVIEW, TurnPreview
 from core.telemetry import NO_TELEMETRY, Telemetry
 from core.tool_output import guarded
 from core.tools import ToolContext, ToolRegistry, tool_error
@@ -57,7 +60,12 @@ def to_chat(stored: StoredMessage) -> ChatMessage:
         tool_calls=calls,
         tool_call_id=stored.tool_call_id,
         name=stored.tool_name,
+        images=_images(stored.media) if role == "user" else (),
     )
+
+
+def _images(media: Sequence[MediaRef]) -> tuple[MediaRef, ...]:
+    return tuple(ref for ref in media if ref.kind == "image")
 
 
 class CallGate(Protocol):
@@ -74,7 +82,11 @@ class CallGate(Protocol):
 def to_view(message: NewMessage) -> ChatMessage:
     """A message of the running turn as the model saw it."""
     if message.role == "user":
-        return ChatMessage(role="user", content=message.api_content or message.content)
+        return ChatMessage(
+            role="user",
+            content=message.api_content or message.content,
+            images=_images(message.media),
+        )
     if message.role == "tool":
         return ChatMessage(
             role="tool",
@@ -132,6 +144,7 @@ class TurnRunner:
         offer: ToolOffer | None = None,
         result: TurnResult | None = None,
         gate: CallGate | None = None,
+        preview: TurnPreview = NO_PREVIEW,
     ) -> TurnResult:
         """Run the loop; raise ``ModelError`` if the model cannot be reached.
 
@@ -147,6 +160,7 @@ class TurnRunner:
             offer=offer,
             result=result,
             gate=gate,
+            preview=preview,
         )
 
     async def resume(
@@ -159,10 +173,13 @@ class TurnRunner:
         offer: ToolOffer | None = None,
         result: TurnResult | None = None,
         gate: CallGate | None = None,
+        preview: TurnPreview = NO_PREVIEW,
     ) -> TurnResult:
         """Go on with a turn whose work so far is ``so_far`` (the user message first):
         its unanswered calls first, then the loop, never asking the model again for what
-        ``so_far`` holds. ``offer``, ``result`` and ``gate`` are as for ``run``."""
+        ``so_far`` holds. ``offer``, ``result`` and ``gate`` are as for ``run``; the
+        model's text streams into ``preview`` and each tool call shows there
+        (``core.streaming``)."""
         result = result if result is not None else TurnResult()
         result.messages.extend(so_far)
         result.api_view.extend([*history, *(to_view(m) for m in so_far)])
@@ -171,9 +188,10 @@ class TurnRunner:
         used = sum(m.role == "assistant" for m in so_far)
         with self._telemetry.agent(self.model.provider, self.model.model) as notes:
             try:
-                if not await self._run_calls(result, unanswered_calls(so_far), ctx, offer, gate):
+                calls = unanswered_calls(so_far)
+                if not await self._run_calls(result, calls, ctx, offer, gate, preview):
                     return self.stop(result, turn_limits.tool_calls(self._max_tool_calls))
-                return await self._loop(system, result, ctx, offer, gate, used)
+                return await self._loop(system, result, ctx, offer, gate, used, preview)
             finally:
                 notes.usage(result.input_tokens, result.output_tokens)
 
@@ -185,17 +203,20 @@ class TurnRunner:
         offer: ToolOffer | None,
         gate: CallGate | None,
         used: int,
+        preview: TurnPreview,
     ) -> TurnResult:
         specs = list(offer.specs) if offer is not None else self.tools.specs()
         for _ in range(used, self._max_iterations):
             reply = await self.model.complete(
-                ModelRequest(system=system, messages=result.api_view, tools=specs)
+                ModelRequest(
+                    system=system, messages=result.api_view, tools=specs, on_text=preview.on_text
+                )
             )
             self._record_reply(result, reply)
             if not reply.tool_calls:
                 result.reply = reply.content or ""
                 return result
-            if not await self._run_calls(result, reply.tool_calls, ctx, offer, gate):
+            if not await self._run_calls(result, reply.tool_calls, ctx, offer, gate, preview):
                 return self.stop(result, turn_limits.tool_calls(self._max_tool_calls))
         return self.stop(result, turn_limits.iterations(self._max_iterations))
 
@@ -206,6 +227,7 @@ class TurnRunner:
         ctx: ToolContext,
         offer: ToolOffer | None,
         gate: CallGate | None,
+        preview: TurnPreview = NO_PREVIEW,
     ) -> bool:
         """Run ``calls`` in order: a call not offered is refused, one the gate holds gets
         the gate's stand-in. False when the turn's tool-call budget kept some from running
@@ -219,6 +241,7 @@ class TurnRunner:
                 continue
             stand_in = await gate.clear(call, ctx.session_id, result.messages) if gate else None
             if stand_in is None:
+                await preview.tool(call.name)
                 await self._run_tool(result, call, ctx)
             else:
                 self._add_result(result, call, stand_in)
@@ -245,12 +268,16 @@ class TurnRunner:
 
     async def _run_tool(self, result: TurnResult, call: ToolCall, ctx: ToolContext) -> None:
         started = time.perf_counter()
+        attached: list[MediaRef] = []
         with self._telemetry.tool(call.name, call.id):
-            output = guarded(call.name, await self.tools.run(call, ctx))
+            output = await self.tools.run(call, dataclasses.replace(ctx, attach=attached.append))
+            output = guarded(call.name, output)
         log.debug("tool call: name=%s seconds=%.3f", call.name, time.perf_counter() - started)
-        self._add_result(result, call, output)
+        self._add_result(result, call, output, tuple(attached))
 
-    def _add_result(self, result: TurnResult, call: ToolCall, output: str) -> None:
+    def _add_result(
+        self, result: TurnResult, call: ToolCall, output: str, media: tuple[MediaRef, ...] = ()
+    ) -> None:
         result.messages.append(
             NewMessage(
                 role="tool",
@@ -258,6 +285,7 @@ class TurnRunner:
                 created_at=self._clock.now(),
                 tool_call_id=call.id,
                 tool_name=call.name,
+                media=media,
             )
         )
         result.api_view.append(
@@ -278,6 +306,17 @@ class TurnRunner:
         result.api_view.append(ChatMessage(role="assistant", content=bound.line))
         result.reply = bound.line
         return result
+
+
+def sent_files(messages: Sequence[NewMessage]) -> list[MediaRef]:
+    """The files the turn's tool results attached for the chat, in order."""
+    return [
+        ref
+        for message in messages
+        if message.role == "tool"
+        for ref in message.media
+        if ref.kind != "image"
+    ]
 
 
 def _count(result: TurnResult, message: NewMessage) -> None:

@@ -11,6 +11,7 @@ before it had an outcome) until the store writes again or the message is too old
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,6 +29,7 @@ from core.errors import (
     TurnTimedOut,
 )
 from core.hooks import TurnHooks, TurnStart
+from core.media.intake import MediaIntake
 from core.messages import ChatTarget
 from core.outbox import Outbox
 from core.session_state import SessionState
@@ -35,8 +37,9 @@ from core.sessions import SessionKeeper
 from core.stats import CoreStats
 from core.store.db import SessionDB
 from core.store.records import Approval, InboxItem, NewMessage, TurnOutcome, TurnReplies
+from core.streaming import Streaming, TurnPreview
 from core.tools import ToolContext
-from core.turn import CallGate, TurnResult, TurnRunner
+from core.turn import CallGate, TurnResult, TurnRunner, sent_files
 from core.turn_commit import TurnCommitter
 from core.turn_context import scope
 from core.turn_watch import TurnWatch
@@ -89,8 +92,15 @@ class TurnProcessor:
         watch: TurnWatch,
         commits: TurnCommitter,
         gate_for: GateFor | None = None,
+        *,
+        streaming: Streaming | None = None,
+        intake: MediaIntake | None = None,
     ) -> None:
         self._db = db
+        self._streaming = streaming or Streaming({})
+        self._intake = intake or MediaIntake()
+        # A preview a run of an item's turn showed, for a run again after the store failed.
+        self._shown: dict[int, str] = {}
         self._gate_for = gate_for
         self._commits = commits
         self._runner = runner
@@ -107,7 +117,10 @@ class TurnProcessor:
         if the store could not write before it had an outcome (module docstring)."""
         with scope(work.id):
             self._waited(work)
-            return await self._handle_until_stored(work)
+            try:
+                return await self._handle_until_stored(work)
+            finally:
+                self._shown.pop(work.id, None)
 
     async def _handle_until_stored(self, work: Work) -> TurnReplies:
         backoff = self._commits.backoff()
@@ -136,11 +149,12 @@ class TurnProcessor:
         if paused is None:
             start = await self._hooks.prepare(TurnStart(await self._sessions.current(item)), item)
             state, notices = start.state, start.notices
-            turn = self._run_turn(state, item, partial)
         else:  # it paused for an approval before a restart: go on from its stored work
             state, notices = await self._sessions.current(item), []
-            turn = self._run_turn(state, item, partial, paused)
-        return await self._model_turn(item, state, turn, partial, started, notices)
+        shown = self._shown.get(item.id, item.preview_id)
+        preview = self._streaming.open(item.id, item.message, shown)
+        turn = self._run_turn(state, item, partial, preview, paused)
+        return await self._model_turn(item, state, turn, partial, started, notices, preview)
 
     async def _model_turn(
         self,
@@ -150,23 +164,37 @@ class TurnProcessor:
         partial: TurnResult,
         started: float,
         notices: Sequence[str],
+        preview: TurnPreview,
     ) -> TurnReplies:
         try:
             result = await turn
-        except StoreUnavailable:
-            raise  # not the turn's bug: ``handle`` runs it again once the store writes
+        except asyncio.CancelledError:  # /stop, or a stop past the grace: no reply takes it
+            await preview.discard()
+            raise
+        except StoreUnavailable:  # not the turn's bug: ``handle`` runs it again
+            await self._keep_preview(item, preview)
+            raise
         except TurnSuspended:  # stored while it waited: it resumes at the next start
+            await preview.finish()
             return TurnReplies(state.row.id, [], pending=True)
         except TurnTimedOut as exc:
             log.warning("turn %s stopped: %s", item.id, exc.__class__.__name__)
             result = self._runner.stop(partial, turn_limits.timeout(exc.seconds))
         except ModelError as exc:
             log.warning("turn %s failed: %s", item.id, exc.__class__.__name__)
-            return await self._fail(item, state, failure_reply(exc), repr(exc), started)
+            shown = await preview.finish()
+            return await self._fail(item, state, failure_reply(exc), repr(exc), started, shown)
         except Exception as exc:  # the one boundary where any bug becomes a clean reply
             log.exception("turn %s crashed", item.id)
-            return await self._fail(item, state, CRASHED, repr(exc), started)
-        return await self._complete(item, state, result, started, notices)
+            shown = await preview.finish()
+            return await self._fail(item, state, CRASHED, repr(exc), started, shown)
+        shown = await preview.finish()
+        return await self._complete(item, state, result, started, notices, shown)
+
+    async def _keep_preview(self, item: InboxItem, preview: TurnPreview) -> None:
+        shown = await preview.finish()
+        if shown is not None:
+            self._shown[item.id] = shown
 
     async def cancelled(self, work: Work) -> TurnReplies:
         """Commit the outcome of a turn ``/stop`` cancelled."""
@@ -203,6 +231,7 @@ class TurnProcessor:
         state: SessionState,
         item: InboxItem,
         partial: TurnResult,
+        preview: TurnPreview,
         paused: Approval | None = None,
     ) -> TurnResult:
         msg = item.message
@@ -226,18 +255,25 @@ class TurnProcessor:
             offer=self._sessions.offer(state.row),
             result=partial,
             gate=self._gate_for(item) if self._gate_for is not None else None,
+            preview=preview,
         )
         return await self._watch.run(run, ChatTarget.of(msg), state.row.id)
 
     async def _user(self, state: SessionState, item: InboxItem) -> NewMessage:
         msg = item.message
+        given = await self._intake.read(msg)  # attachments: images, transcripts, documents
+        said = msg if given.text == msg.text else dataclasses.replace(msg, text=given.text)
         # Turn-only material goes into the API copy of the user message, never the transcript.
+        api_content = await self._hooks.api_content(said, state.row)
+        if given.material:
+            api_content = "\n\n".join([api_content or said.text, *given.material])
         return NewMessage(
             role="user",
-            content=msg.text,
-            api_content=await self._hooks.api_content(msg, state.row),
+            content=said.text,
+            api_content=api_content,
             created_at=msg.received_at,
             platform_message_id=msg.platform_message_id,
+            media=tuple(given.media),
         )
 
     async def _complete(
@@ -247,7 +283,9 @@ class TurnProcessor:
         result: TurnResult,
         started: float,
         notices: Sequence[str] = (),
+        preview_id: str | None = None,
     ) -> TurnReplies:
+        files = [*sent_files(result.messages), *await self._hooks.files_for(item, result.reply)]
         now = self._clock.now()
         outcome = TurnOutcome(
             item=item,
@@ -261,6 +299,8 @@ class TurnProcessor:
             output_tokens=result.output_tokens,
             cache_read_tokens=result.cache_read_tokens,
             cache_write_tokens=result.cache_write_tokens,
+            preview_id=preview_id,
+            files=files,
         )
         committed = await self._commits.commit(outcome)
         await self._outbox.publish(committed.replies)
@@ -280,7 +320,13 @@ class TurnProcessor:
         return TurnReplies(outcome.session_id, committed.replies)
 
     async def _fail(
-        self, item: InboxItem, state: SessionState, reply: str, error: str, started: float
+        self,
+        item: InboxItem,
+        state: SessionState,
+        reply: str,
+        error: str,
+        started: float,
+        preview_id: str | None = None,
     ) -> TurnReplies:
         now = self._clock.now()
         outcome = TurnOutcome(
@@ -290,6 +336,7 @@ class TurnProcessor:
             session_id=state.row.id,
             replies=[reply],
             error=error[:2000],
+            preview_id=preview_id,  # the line replaces what the preview showed
         )
         self._stats.observe_turn(item.message.platform, "failed", now - started)
         return await self._finish(outcome)

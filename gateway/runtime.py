@@ -45,6 +45,7 @@ from core.turn_commit import CommitPolicy
 from gateway import platforms
 from gateway.features import FEATURES
 from gateway.features.base import Contribution, Feature, FeatureContext, Metric
+from gateway.media_intake import build_intake
 from gateway.otel import open_telemetry
 from gateway.settings import Settings
 
@@ -212,6 +213,7 @@ async def _core(
         platform_hints=platforms.prompt_hints(settings),
     )
     senders = {adapter.name: adapter for adapter in adapters}
+    previews = {a.name: a.previews for a in adapters if a.previews is not None}
     core = Core(
         db,
         model,
@@ -222,6 +224,8 @@ async def _core(
         _core_settings(settings),
         caller_context_for=settings.caller_context,
         telemetry=open_telemetry(settings.telemetry, stack),
+        previews=previews,
+        intake=build_intake(settings),
     )
     await stack.enter_async_context(core)
     skills = SkillStore(settings.home / "skills")
@@ -262,6 +266,7 @@ def _add(core: Core, scheduler: Scheduler, c: Contribution) -> None:
     hooks.status_lines.extend(c.status_lines)
     hooks.pre_compress.extend(c.pre_compress)
     hooks.memory_written.extend(c.memory_written)
+    hooks.reply_media.extend(c.reply_media)
     for job in c.jobs:
         scheduler.every(job.id, job.name, job.every_seconds, job.check, first_in=job.first_in)
 
@@ -284,6 +289,7 @@ def _core_settings(settings: Settings) -> CoreSettings:
             retry_max_seconds=settings.recovery.probe_max_seconds,
         ),
         approvals=settings.tools.rules(),
+        streaming=settings.streaming.enabled,
     )
 
 

@@ -1,10 +1,10 @@
 """The typed settings of one chatgate profile: the core's sections and the base model.
 
 ``Settings`` holds the sections every gateway has (``server``, ``logging``, ``database``,
-``model``, ``sessions``, ``prompt``, ``recovery``, ``tools``). Features and platforms bring sections
-of their own, declared in their own modules; ``gateway.config`` composes them into the
-model a profile is read into, so a section is reached by its model, not by a name written
-here:
+``model``, ``streaming``, ``sessions``, ``prompt``, ``recovery``, ``tools``). Features and
+platforms bring sections of their own, declared in their own modules; ``gateway.config``
+composes them into the model a profile is read into, so a section is reached by its
+model, not by a name written here:
 ``settings.section(MemorySettings)``, or for a platform ``settings.platform("name")``.
 """
 
@@ -91,6 +91,16 @@ class ModelSettings(Section):
     # Tell the chat once that the answer is slow when a turn has not answered this
     # soon (0: never).
     slow_notice_seconds: float = Field(default=20.0, ge=0)
+    # The model sees images (photos, image files): they are sent as image parts. False:
+    # it gets a line naming each image instead.
+    vision: bool = True
+
+
+class StreamingSettings(Section):
+    # Show replies while they are generated, where the chat's platform streams (each
+    # platform's own ``streaming: auto | off``); false wins over every platform. Where
+    # a reply streams, the model is called with streaming whatever ``model.stream`` says.
+    enabled: bool = True
 
 
 class SessionSettings(Section):
@@ -136,6 +146,7 @@ class Settings(Section):
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    streaming: StreamingSettings = Field(default_factory=StreamingSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
@@ -174,6 +185,11 @@ class Settings(Section):
         if not isinstance(value, BaseModel):
             raise KeyError(f"no platform {name!r} in these settings")
         return value
+
+    @property
+    def media_dir(self) -> Path:
+        """The media store (``core.media.store``): files sent and received, by hash."""
+        return self.home / "media"
 
     @property
     def database_url(self) -> str:
@@ -220,6 +236,7 @@ class Settings(Section):
             stream=m.stream,
             max_tokens=m.max_tokens,
             call_timeout_seconds=m.call_timeout_seconds,
+            media_dir=self.media_dir,
         )
 
 

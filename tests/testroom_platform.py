@@ -23,6 +23,7 @@ from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.messages import InboundMessage, OutboundMessage
 from core.store.records import Accepted
+from core.streaming import Previews
 
 NAME = "testroom"
 PROMPT_HINT = "You are in the test room; answer in one line."
@@ -46,6 +47,8 @@ class RoomAdapter:
     sent: list[OutboundMessage] = field(default_factory=list)
     name: str = NAME
     push: bool = True
+    # Replies arrive whole.
+    previews: Previews | None = None
     # A test sets this to see /readyz name the platform.
     broken: bool = False
     _inbox: Inbox | None = None

@@ -13,8 +13,7 @@
 - **Nothing lost** (``adapters.discord.catchup``): after every new session (READY),
   history is read from the newest message stored before the connection was lost. A
   message that could not be stored is read again the same way, soon.
-- **Health** (``adapters.discord.watchdog``): ``healthy`` (``/readyz``) is False from a
-  disconnect until READY or RESUMED; a deaf connection is replaced.
+- **Health** (``.watchdog``): not ``healthy`` from a disconnect until READY or RESUMED.
 - **Replies** (``adapters.discord.send``), **slash commands** (``adapters.discord.commands``)
   and **buttons** under replies, read back by their ``custom_id`` (``.buttons``).
 """
@@ -138,6 +137,7 @@ class DiscordAdapter:
 
     name = "discord"
     push = True
+    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: DiscordOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options

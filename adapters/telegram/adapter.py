@@ -106,6 +106,7 @@ class TelegramAdapter:
 
     name = "telegram"
     push = True
+    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: TelegramOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options

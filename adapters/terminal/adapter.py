@@ -74,6 +74,7 @@ class TerminalAdapter:
 
     name = "terminal"
     push = True
+    previews = None  # replies arrive whole (``core.streaming``)
     healthy = True
 
     def __init__(

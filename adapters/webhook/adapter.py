@@ -106,6 +106,7 @@ class WebhookAdapter:
 
     name = "webhook"
     push = False
+    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: WebhookOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options

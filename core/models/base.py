@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
+
+from core.media.refs import MediaRef
 
 Role = Literal["user", "assistant", "tool"]
 TextSink = Callable[[str], Awaitable[None]]
@@ -33,6 +36,9 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    # Images sent with a user message (vision models); the bytes are read from the media
+    # store when the request is encoded, so every replay sends the same bytes.
+    images: tuple[MediaRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +54,8 @@ class ToolSpec:
 class ModelRequest:
     """Everything one model call needs.
 
-    ``system`` is sent byte for byte as stored on the session. ``on_text`` receives
-    text deltas when the provider streams.
+    ``system`` is sent byte for byte as stored on the session. With ``on_text`` set the
+    provider streams (whatever ``ModelConfig.stream`` says) and passes it each text delta.
     """
 
     system: str
@@ -93,6 +99,8 @@ class ModelConfig:
     max_tokens: int = 4096
     # All tries of one call together, pauses included (``RetryingModel``).
     call_timeout_seconds: float = 90.0
+    # The home's media store (``core.media.store``), where images sent to the model live.
+    media_dir: Path | None = None
 
 
 class ModelClient(Protocol):

@@ -52,12 +52,13 @@ class OfflineModel:
         return "offline"
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        """Explain how to configure a model and echo the user's last message."""
-        return ModelReply(
-            content=offline_answer(request.messages),
-            finish_reason="stop",
-            model="offline",
-        )
+        """Explain how to configure a model and echo the user's last message (streamed a
+        line at a time to ``request.on_text``, when it is set)."""
+        answer = offline_answer(request.messages)
+        if request.on_text is not None:
+            for line in answer.splitlines(keepends=True):
+                await request.on_text(line)
+        return ModelReply(content=answer, finish_reason="stop", model="offline")
 
     async def aclose(self) -> None:
         """Nothing to release."""

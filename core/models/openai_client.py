@@ -252,8 +252,9 @@ def _client_for(config: ModelConfig) -> openai.AsyncOpenAI:
 class OpenAIChatModel:
     """A ``ModelClient`` for OpenAI-compatible chat completions.
 
-    Streams when ``config.stream`` is true, passing each text delta to
-    ``request.on_text``; the returned reply is the same either way.
+    Streams when ``config.stream`` is true or the request has an ``on_text`` (a reply
+    shown as it is generated), passing each text delta to ``request.on_text``; the
+    returned reply is the same either way.
     """
 
     def __init__(self, config: ModelConfig) -> None:
@@ -273,7 +274,7 @@ class OpenAIChatModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one request; raise a ``core.errors.ModelError`` on failure."""
         try:
-            if self._config.stream:
+            if self._config.stream or request.on_text is not None:
                 return await self._streamed(request)
             return await self._single(request)
         except openai.OpenAIError as exc:

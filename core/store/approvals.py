@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.media.refs import refs_from_json
 from core.messages import ChatTarget, OutboundMessage, ReplyAction
 from core.store import inbox as inbox_ops
 from core.store import outbox as outbox_ops
@@ -181,7 +182,7 @@ def _pause(tx: Tx, asked: AskedCall, prompt: PromptFor) -> tuple[Approval, Outbo
             "tool_call_id": asked.tool_call_id,
             "tool_name": asked.tool_name,
             "arguments": asked.arguments,
-            "turn_messages": json.dumps([dataclasses.asdict(m) for m in asked.turn_messages]),
+            "turn_messages": json.dumps([_message_json(m) for m in asked.turn_messages]),
             "status": "pending",
             "created_at": asked.created_at,
         }
@@ -236,9 +237,19 @@ def approval_from_row(row: Mapping[Any, Any]) -> Approval:
         arguments=row["arguments"],
         status=row["status"],
         created_at=row["created_at"],
-        turn_messages=tuple(NewMessage(**m) for m in stored),
+        turn_messages=tuple(_message_from_json(m) for m in stored),
         scope=row.get("scope"),
         decided_by=row.get("decided_by"),
         decided_at=row.get("decided_at"),
         prompt_outbox_id=row.get("prompt_outbox_id"),
     )
+
+
+def _message_json(message: NewMessage) -> dict[str, Any]:
+    data = dataclasses.asdict(message)
+    data["media"] = [ref.to_json() for ref in message.media]
+    return data
+
+
+def _message_from_json(data: dict[str, Any]) -> NewMessage:
+    return NewMessage(**{**data, "media": refs_from_json(data.get("media"))})

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.errors import StoreError
-from core.messages import ChatTarget, InboundMessage, OutboundMessage
+from core.messages import ChatTarget, InboundMessage, OutboundFile, OutboundMessage
 from core.store import inbox as inbox_ops
 from core.store import lineage
 from core.store import outbox as outbox_ops
@@ -238,6 +238,18 @@ class SessionDB:
         """Replies of every platform not delivered yet (the outbox backlog)."""
         async with self._engines.read.connect() as conn:
             return await outbox_ops.count_pending(conn)
+
+    async def outbound_file(
+        self, file_id: str, *, platform: str, route: str | None
+    ) -> tuple[OutboundFile, str] | None:
+        """A file sent with a reply to a chat of ``platform`` (and ``route``), with the
+        chat's id; None when there is none by that id there."""
+        async with self._engines.read.connect() as conn:
+            return await outbox_ops.file_of(conn, file_id, platform=platform, route=route)
+
+    async def note_preview(self, inbox_id: int, preview_id: str) -> None:
+        """Record the platform message showing a streamed preview of ``inbox_id``'s reply."""
+        await self.write(lambda c: inbox_ops.set_preview(c, inbox_id, preview_id))
 
     async def note_parts_sent(self, outbox_id: int, parts: int) -> None:
         await self.write(lambda c: outbox_ops.note_parts_sent(c, outbox_id, parts))

@@ -49,6 +49,14 @@ def accept(tx: Tx, msg: InboundMessage, key: str) -> Accepted:
     return Accepted(item_from_row(existing[0]), created=False)
 
 
+_PREVIEW = "UPDATE inbox SET preview_id = :preview_id WHERE id = :id"
+
+
+def set_preview(tx: Tx, inbox_id: int, preview_id: str) -> None:
+    """Record the platform message showing a streamed preview of ``inbox_id``'s reply."""
+    tx.execute(_PREVIEW, {"id": inbox_id, "preview_id": preview_id})
+
+
 def take(tx: Tx, inbox_id: int) -> None:
     """Count a start of ``inbox_id``'s turn; a crash before it finishes leaves the count."""
     tx.execute(_TAKE, {"id": inbox_id})
@@ -115,7 +123,13 @@ def _row(msg: InboundMessage, key: str) -> dict[str, Any]:
     }
     if msg.attachments:
         payload["attachments"] = [
-            {"path": a.path, "mime_type": a.mime_type, "name": a.name, "size": a.size}
+            {
+                "path": a.path,
+                "mime_type": a.mime_type,
+                "name": a.name,
+                "size": a.size,
+                "kind": a.kind,
+            }
             for a in msg.attachments
         ]
     return {
@@ -163,4 +177,5 @@ def item_from_row(row: Mapping[Any, Any]) -> InboxItem:
         status=row["status"],
         session_id=row["session_id"],
         attempts=row["attempts"] or 0,
+        preview_id=row.get("preview_id"),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,9 +11,10 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.messages import ChatTarget, OutboundMessage, ReplyAction
+from core.media.refs import MediaRef
+from core.messages import ChatTarget, OutboundFile, OutboundMessage, ReplyAction
 from core.store.records import InboxItem
-from core.store.schema import outbox
+from core.store.schema import outbox, outbox_files
 from core.store.text import scrub_row
 from core.store.tx import Tx, insert_sql
 
@@ -29,8 +31,12 @@ _COLUMNS = (
     "attempts",
     "created_at",
     "actions",
+    "preview_id",
+    "file_count",
 )
 _ADD = insert_sql("outbox", _COLUMNS, " RETURNING id")
+_FILE_COLUMNS = ("id", "outbox_id", "position", "sha256", "mime", "kind", "name", "size")
+_ADD_FILE = insert_sql("outbox_files", _FILE_COLUMNS)
 _DELIVERED_ONE = (
     "UPDATE outbox SET status = 'delivered', delivered_at = :at, "
     "platform_message_id = :platform_message_id WHERE id = :id"
@@ -43,10 +49,22 @@ _DELIVERED = (
 
 
 def add_replies(
-    tx: Tx, item: InboxItem, session_id: str | None, texts: Sequence[str], created_at: float
+    tx: Tx,
+    item: InboxItem,
+    session_id: str | None,
+    texts: Sequence[str],
+    created_at: float,
+    *,
+    preview_id: str | None = None,
+    files: Sequence[MediaRef] = (),
 ) -> list[OutboundMessage]:
-    """Queue ``texts`` as replies to ``item``'s chat; return them with their outbox ids."""
+    """Queue ``texts`` as replies to ``item``'s chat; return them with their outbox ids.
+
+    The last reply takes over the streamed preview ``preview_id`` and carries ``files``
+    (with no text at all, one reply of no text carries them)."""
     msg = item.message
+    if files and not texts:
+        texts = [""]
     return _queue(
         tx,
         ChatTarget.of(msg),
@@ -55,6 +73,8 @@ def add_replies(
         session_id=session_id,
         inbox_id=item.id,
         reply_to=msg.platform_message_id,
+        preview_id=preview_id,
+        files=tuple(files),
     )
 
 
@@ -104,10 +124,14 @@ def _queue(
     inbox_id: int | None = None,
     reply_to: str | None = None,
     actions: tuple[ReplyAction, ...] = (),
+    preview_id: str | None = None,
+    files: tuple[MediaRef, ...] = (),
 ) -> list[OutboundMessage]:
+    """Queue one reply per text; the last one gets ``preview_id`` and ``files``."""
     encoded = json.dumps([[a.label, a.command] for a in actions]) if actions else None
     replies = []
-    for text in texts:
+    for index, text in enumerate(texts):
+        last = index == len(texts) - 1
         row = scrub_row(
             {
                 "inbox_id": inbox_id,
@@ -122,11 +146,14 @@ def _queue(
                 "attempts": 0,
                 "created_at": created_at,
                 "actions": encoded,
+                "preview_id": preview_id if last else None,
+                "file_count": len(files) if last else 0,
             }
         )
+        outbox_id = tx.scalar(_ADD, row)
         replies.append(
             OutboundMessage(
-                id=tx.scalar(_ADD, row),
+                id=outbox_id,
                 platform=target.platform,
                 chat_id=target.chat_id,
                 text=row["text"],
@@ -136,9 +163,33 @@ def _queue(
                 inbox_id=inbox_id,
                 created_at=created_at,
                 actions=actions,
+                files=_add_files(tx, outbox_id, files) if last else (),
+                preview_id=row["preview_id"],
             )
         )
     return replies
+
+
+def _add_files(tx: Tx, outbox_id: int, files: Sequence[MediaRef]) -> tuple[OutboundFile, ...]:
+    sent = tuple(OutboundFile(secrets.token_urlsafe(18), ref) for ref in files)
+    if sent:
+        tx.executemany(
+            _ADD_FILE,
+            [
+                {
+                    "id": f.id,
+                    "outbox_id": outbox_id,
+                    "position": position,
+                    "sha256": f.media.sha256,
+                    "mime": f.media.mime,
+                    "kind": f.media.kind,
+                    "name": f.media.name[:255],
+                    "size": f.media.size,
+                }
+                for position, f in enumerate(sent)
+            ],
+        )
+    return sent
 
 
 _FAILED = (
@@ -177,7 +228,7 @@ async def for_inbox(conn: AsyncConnection, inbox_id: int) -> list[OutboundMessag
     rows = await conn.execute(
         select(outbox).where(outbox.c.inbox_id == inbox_id).order_by(outbox.c.id)
     )
-    return [_from_row(r) for r in rows]
+    return await _with_files(conn, [r for r in rows])
 
 
 async def for_chat_after(
@@ -201,7 +252,7 @@ async def for_chat_after(
         .order_by(outbox.c.id)
         .limit(limit)
     )
-    return [_from_row(r) for r in await conn.execute(stmt)]
+    return await _with_files(conn, list(await conn.execute(stmt)))
 
 
 async def pending_for(
@@ -214,7 +265,25 @@ async def pending_for(
         .order_by(outbox.c.id)
         .limit(limit)
     )
-    return [_from_row(r) for r in await conn.execute(stmt)]
+    return await _with_files(conn, list(await conn.execute(stmt)))
+
+
+async def file_of(
+    conn: AsyncConnection, file_id: str, *, platform: str, route: str | None
+) -> tuple[OutboundFile, str] | None:
+    """The file ``file_id`` sent to a chat of ``platform`` (and ``route``), with that
+    chat's id; None when there is no such file there."""
+    stmt = (
+        select(outbox_files, outbox.c.chat_id)
+        .join(outbox, outbox.c.id == outbox_files.c.outbox_id)
+        .where(
+            outbox_files.c.id == file_id,
+            outbox.c.platform == platform,
+            outbox.c.route == route if route is not None else outbox.c.route.is_(None),
+        )
+    )
+    row = (await conn.execute(stmt)).one_or_none()
+    return (_file(row), row.chat_id) if row is not None else None
 
 
 async def count_pending(conn: AsyncConnection) -> int:
@@ -223,7 +292,35 @@ async def count_pending(conn: AsyncConnection) -> int:
     return int((await conn.execute(stmt)).scalar_one())
 
 
-def _from_row(row: Row[Any]) -> OutboundMessage:
+async def _with_files(conn: AsyncConnection, rows: list[Row[Any]]) -> list[OutboundMessage]:
+    """The rows as replies, each with its files (one query for the rows that have any)."""
+    ids = [row.id for row in rows if row.file_count]
+    files: dict[int, list[OutboundFile]] = {}
+    if ids:
+        stmt = (
+            select(outbox_files)
+            .where(outbox_files.c.outbox_id.in_(ids))
+            .order_by(outbox_files.c.outbox_id, outbox_files.c.position)
+        )
+        for found in await conn.execute(stmt):
+            files.setdefault(found.outbox_id, []).append(_file(found))
+    return [_from_row(row, tuple(files.get(row.id, ()))) for row in rows]
+
+
+def _file(row: Row[Any]) -> OutboundFile:
+    ref = MediaRef.from_json(
+        {
+            "sha256": row.sha256,
+            "mime": row.mime,
+            "kind": row.kind,
+            "name": row.name,
+            "size": row.size,
+        }
+    )
+    return OutboundFile(row.id, ref)
+
+
+def _from_row(row: Row[Any], files: tuple[OutboundFile, ...] = ()) -> OutboundMessage:
     return OutboundMessage(
         id=row.id,
         platform=row.platform,
@@ -236,6 +333,8 @@ def _from_row(row: Row[Any]) -> OutboundMessage:
         created_at=row.created_at,
         parts_sent=row.parts_sent,
         actions=_actions(row.actions),
+        files=files,
+        preview_id=row.preview_id,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from core.media.refs import MediaRef
 from core.messages import ChatTarget, InboundMessage, OutboundMessage
 
 InboxStatus = Literal["pending", "done", "failed", "cancelled"]
@@ -54,6 +55,8 @@ class StoredMessage:
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     tool_name: str | None = None
+    # Files that came with it: a user message's images, a tool result's files to send.
+    media: tuple[MediaRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,8 @@ class NewMessage:
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    # As ``StoredMessage.media``.
+    media: tuple[MediaRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,9 @@ class InboxItem:
     session_id: str | None = None
     # How many processes started its turn before this one (``core.crash_guard``).
     attempts: int = 0
+    # The platform message a streamed preview of its reply was shown in, if one was
+    # (``core.streaming``): a turn run again after a crash takes it over.
+    preview_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,3 +172,7 @@ class TurnOutcome:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     end_session_reason: str | None = None
+    # The streamed preview the last reply takes over (``OutboundMessage.preview_id``).
+    preview_id: str | None = None
+    # Files sent with the last reply (``OutboundMessage.files``).
+    files: list[MediaRef] = field(default_factory=list)

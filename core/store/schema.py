@@ -91,6 +91,9 @@ messages = Table(
     Column("output_tokens", Integer),
     Column("cache_read_tokens", Integer),
     Column("cache_write_tokens", Integer),
+    # Files that came with the message, ``[MediaRef.to_json()]``: a user message's images
+    # (sent to the model with it), a tool result's files (sent to the chat).
+    Column("media", JSON),
     Index("ix_messages_session_id", "session_id", "id"),
 )
 
@@ -118,6 +121,8 @@ inbox = Table(
     # Processes that started this message's turn; a pending row with 3 was in flight
     # during 3 crashes and is set aside (``core.crash_guard``).
     Column("attempts", Integer, nullable=False, server_default="0"),
+    # The platform message showing a streamed preview of this message's reply.
+    Column("preview_id", String(255)),
     UniqueConstraint("platform", "dedup_key", name="ux_inbox_dedup"),
     Index("ix_inbox_status", "status", "id"),
     Index("ix_inbox_platform_received", "platform", "received_at"),
@@ -146,9 +151,30 @@ outbox = Table(
     Column("error", Text),
     # Buttons under the reply, ``[{"label", "command"}]`` (an approval's choices).
     Column("actions", JSON),
+    # The streamed preview this reply's first part replaces (``core.streaming``).
+    Column("preview_id", String(255)),
+    # Rows in ``outbox_files`` (0: none to read).
+    Column("file_count", Integer, nullable=False, server_default="0"),
     Index("ix_outbox_chat", "platform", "chat_id", "id"),
     Index("ix_outbox_inbox", "inbox_id"),
     Index("ix_outbox_status", "status", "id"),
+)
+
+# Files sent with a reply, in order; the bytes are in the home's media store by hash.
+outbox_files = Table(
+    "outbox_files",
+    metadata,
+    # Random and unguessable: the webhook serves the file under this id.
+    Column("id", String(64), primary_key=True),
+    Column("outbox_id", IdType, ForeignKey("outbox.id"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("mime", String(255), nullable=False),
+    # file | voice | image
+    Column("kind", String(16), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Index("ix_outbox_files_outbox", "outbox_id", "position"),
 )
 
 reviews = Table(

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.media.refs import refs_from_json
 from core.store.records import SessionRow, StoredMessage
 from core.store.schema import messages, sessions
 from core.store.text import scrub_row
@@ -79,6 +80,7 @@ async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]
             messages.c.tool_calls,
             messages.c.tool_call_id,
             messages.c.tool_name,
+            messages.c.media,
         )
         .where(messages.c.session_id == session_id)
         .order_by(messages.c.id)
@@ -92,6 +94,7 @@ async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]
             tool_calls=r.tool_calls,
             tool_call_id=r.tool_call_id,
             tool_name=r.tool_name,
+            media=refs_from_json(r.media) if r.media else (),
         )
         for r in rows
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.media.refs import refs_to_json
 from core.messages import OutboundMessage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
@@ -27,6 +28,7 @@ _MESSAGE_COLUMNS = (
     "output_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "media",
 )
 ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
 _TOUCH = "UPDATE sessions SET last_active_at = :at WHERE id = :id"
@@ -63,7 +65,13 @@ def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
         },
     )
     return outbox_ops.add_replies(
-        tx, outcome.item, outcome.session_id, outcome.replies, outcome.processed_at
+        tx,
+        outcome.item,
+        outcome.session_id,
+        outcome.replies,
+        outcome.processed_at,
+        preview_id=outcome.preview_id,
+        files=outcome.files,
     )
 
 
@@ -84,6 +92,7 @@ def message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:
             "output_tokens": m.output_tokens,
             "cache_read_tokens": m.cache_read_tokens,
             "cache_write_tokens": m.cache_write_tokens,
+            "media": json.dumps(media) if (media := refs_to_json(m.media)) else None,
         }
     )
 

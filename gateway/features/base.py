@@ -28,6 +28,7 @@ from core.hooks import (
     MemoryWritten,
     PreCompress,
     PromptBlock,
+    ReplyMedia,
     SessionEnded,
     SessionStarted,
     SlashClaim,
@@ -85,6 +86,7 @@ class Contribution:
     status_lines: Sequence[StatusLines] = ()
     pre_compress: Sequence[PreCompress] = ()
     memory_written: Sequence[MemoryWritten] = ()
+    reply_media: Sequence[ReplyMedia] = ()
     jobs: Sequence[Job] = ()
     # After a restart, once the inbox is recovered: pick up what the last process left.
     recover: Callable[[], Awaitable[object]] | None = None

@@ -1,0 +1,15 @@
+"""The readers of a message's attachments, built from the settings (``core.media.intake``).
+
+Each reader is one kind of file; the order is the order they are asked.
+"""
+
+from __future__ import annotations
+
+from core.media.intake import AttachmentReader, MediaIntake
+from gateway.settings import Settings
+
+
+def build_intake(settings: Settings) -> MediaIntake:
+    """The intake for these settings."""
+    readers: list[AttachmentReader] = []
+    return MediaIntake(readers)
