@@ -92,12 +92,17 @@ class FakeOpenAIServer:
     """A scripted OpenAI chat-completions server; use as ``async with``.
 
     ``record=False`` stops ``requests`` from growing (benchmarks);
-    ``latency_seconds`` adds a fixed pause to every answer (simulated model time).
+    ``latency_seconds`` adds a fixed pause to every answer (simulated model time);
+    ``token_seconds`` paces a streamed answer: that long between its text pieces (a
+    model generating ``1 / token_seconds`` tokens a second).
     """
 
-    def __init__(self, *, record: bool = True, latency_seconds: float = 0.0) -> None:
+    def __init__(
+        self, *, record: bool = True, latency_seconds: float = 0.0, token_seconds: float = 0.0
+    ) -> None:
         self.record = record
         self.latency_seconds = latency_seconds
+        self.token_seconds = token_seconds
         self.cache_read_tokens: int | None = None
         self.requests: list[Json] = []
         self._script: deque[Step] = deque()
@@ -252,7 +257,8 @@ class FakeOpenAIServer:
         usage = usage_json(body, reply, cached_tokens=self.cache_read_tokens)
         if body.get("stream"):
             return StreamingResponse(
-                _sse(body, reply, next(self._ids), usage), media_type="text/event-stream"
+                _sse(body, reply, next(self._ids), usage, self.token_seconds),
+                media_type="text/event-stream",
             )
         return JSONResponse(completion_json(body, reply, next(self._ids), usage))
 
@@ -391,8 +397,12 @@ def _chunk(body: Json, number: int, choices: list[Json], usage: Json | None = No
     return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
-async def _sse(body: Json, reply: Reply, number: int, usage: Json) -> AsyncIterator[bytes]:
+async def _sse(
+    body: Json, reply: Reply, number: int, usage: Json, token_seconds: float = 0.0
+) -> AsyncIterator[bytes]:
     for delta in stream_deltas(reply):
+        if token_seconds and delta.get("content"):
+            await asyncio.sleep(token_seconds)  # the simulated model's generation pace
         yield _chunk(body, number, [{"index": 0, "delta": delta, "finish_reason": None}])
     finish = {"index": 0, "delta": {}, "finish_reason": reply.finish_reason}
     yield _chunk(body, number, [finish])
