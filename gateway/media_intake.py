@@ -6,10 +6,15 @@ Each reader is one kind of file; the order is the order they are asked.
 from __future__ import annotations
 
 from core.media.intake import AttachmentReader, MediaIntake
+from gateway.features.documents import document_reader
+from gateway.features.stt import voice_reader
 from gateway.settings import Settings
 
 
 def build_intake(settings: Settings) -> MediaIntake:
     """The intake for these settings."""
-    readers: list[AttachmentReader] = []
+    readers: list[AttachmentReader] = [
+        voice_reader(settings),
+        document_reader(settings),  # last: it takes every file the others leave
+    ]
     return MediaIntake(readers)

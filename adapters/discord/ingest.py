@@ -7,7 +7,8 @@
   refusal an hour; history read by the catch-up never refuses.
 - **Roles in history.** Messages read from history carry no roles; when roles could
   admit their author, the member record is fetched before refusing.
-- **Attachments** are downloaded (up to a size cap) and named in the text.
+- **Attachments** are downloaded (up to a size cap) and named in the text; voice
+  messages and audio files are marked so, to be transcribed.
 - **Typing** shows while turns of the channel are running, one loop per channel.
 """
 
@@ -28,7 +29,7 @@ from adapters.discord.send import usable
 from adapters.typing_indicator import TypingIndicator
 from core.access import TurnedAway
 from core.inbox import Inbox
-from core.messages import Attachment, InboundMessage
+from core.messages import Attachment, AttachmentKind, InboundMessage
 from core.store.records import Accepted
 from core.tasks import TaskSet
 
@@ -209,7 +210,7 @@ class Ingester:
             try:
                 data = await file.read()
                 attachment, note = await save_attachment(
-                    folder, str(file.id), file.filename, mime, data
+                    folder, str(file.id), file.filename, mime, data, attachment_kind(file, mime)
                 )
             except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
                 log.warning("discord: could not download %s: %s", file.filename, exc)
@@ -224,3 +225,11 @@ class Ingester:
         client = self._client()
         if usable(client):
             await client.get_partial_messageable(int(channel_id)).typing()
+
+
+def attachment_kind(file: discord.Attachment, mime: str) -> AttachmentKind:
+    """A voice message (recorded in the app: it has a waveform) or another audio file,
+    for the transcriber; anything else is a file."""
+    if file.is_voice_message():
+        return "voice"
+    return "audio" if mime.lower().startswith("audio/") else "file"

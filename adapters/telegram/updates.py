@@ -12,7 +12,8 @@ agent, ignored (and why), too old, or from someone not allowed.
 - In groups the bot answers when mentioned (``@name`` or a text mention), replied to,
   or sent ``/command@name``; ``require_mention: false`` answers every message but
   ``/command@otherbot``, which is another bot's.
-- Captions count as text; photos and documents are listed for download.
+- Captions count as text; photos, documents, voice notes and audio files are listed
+  for download (voice notes and audio files marked so, to be transcribed).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from telegram import Message, MessageEntity, Update, User
+
+from core.messages import AttachmentKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,7 @@ class FileRef:
     name: str
     mime_type: str
     size: int | None
+    kind: AttachmentKind = "file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +210,23 @@ def _files(message: Message) -> list[FileRef]:
     if document is not None:
         name = document.file_name or f"document-{document.file_unique_id}"
         mime = document.mime_type or "application/octet-stream"
-        files.append(FileRef(document.file_id, name, mime, document.file_size))
+        files.append(FileRef(document.file_id, name, mime, document.file_size, "document"))
+    return files + _sounds(message)
+
+
+def _sounds(message: Message) -> list[FileRef]:
+    """A voice note (Telegram records Opus in Ogg) and an audio file, to be transcribed."""
+    files = []
+    voice = message.voice
+    if voice is not None:
+        name = f"voice-{voice.file_unique_id}.ogg"
+        mime = voice.mime_type or "audio/ogg"
+        files.append(FileRef(voice.file_id, name, mime, voice.file_size, "voice"))
+    audio = message.audio
+    if audio is not None:
+        name = audio.file_name or f"audio-{audio.file_unique_id}"
+        mime = audio.mime_type or "audio/mpeg"
+        files.append(FileRef(audio.file_id, name, mime, audio.file_size, "audio"))
     return files
 
 

@@ -10,12 +10,15 @@ from gateway.features import (
     compaction,
     cron,
     curator,
+    documents,
     mcp,
     memory,
     memory_provider,
     review,
     search,
     skills,
+    stt,
+    tts,
 )
 from gateway.features.base import FeatureSpec
 
@@ -28,6 +31,9 @@ FEATURES: tuple[FeatureSpec, ...] = (
     review.SPEC,
     curator.SPEC,
     cron.SPEC,
+    stt.SPEC,
+    documents.SPEC,
+    tts.SPEC,
     # Last: its tools join once every built-in tool is known, so a clash names them.
     mcp.SPEC,
 )

@@ -8,6 +8,9 @@ parsing, streaming and error mapping are all exercised for real::
         fake.reply_tool_call("memory", {"action": "add"})
         client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="sk-test")
 
+``fake.audio`` serves ``/v1/audio/transcriptions`` and ``/v1/audio/speech``
+(``tests.fakes.openai_audio``).
+
 Each request to ``POST /v1/chat/completions`` (or ``/chat/completions``) is recorded
 in ``requests`` and consumes the next scripted step. With the script empty the
 server answers ``echo: <last user message>`` at once, which is cheap enough for
@@ -39,6 +42,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.openai_audio import FakeAudio
 
 Json = dict[str, Any]
 CREATED = 1_780_000_000
@@ -121,6 +125,9 @@ class FakeOpenAIServer:
             for path in ("/v1/chat/completions", "/chat/completions")
         ]
         routes.append(Route("/v1/models", self._models, methods=["GET"]))
+        # Speech to text and back: ``tests.fakes.openai_audio``.
+        self.audio = FakeAudio()
+        routes += self.audio.routes()
         self._server = LoopbackServer(Starlette(routes=routes))
 
     @property

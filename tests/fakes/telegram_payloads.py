@@ -5,7 +5,7 @@ tests push or compare against: users, chats, entities (offsets in UTF-16 code un
 ``utf16_len``), ``edited`` updates, ``update_kind``, and ``synthetic_chat`` (the chat the
 fake assumes for an id it has never seen). ``MessageBuildersMixin`` holds the builders that
 need the fake: ``Message`` objects with fresh ids, updates for private, group, topic and
-command messages, photos and documents backed by registered files.
+command messages, photos, documents, voice notes and audio backed by registered files.
 """
 
 from __future__ import annotations
@@ -342,6 +342,56 @@ class MessageBuildersMixin:
             extra["caption"] = caption
         target = chat or private_chat(sender)
         return {"message": self.message(target, sender=sender, date=date, **extra)}
+
+    def voice_message(
+        self,
+        data: bytes = b"OggS fake voice note",
+        *,
+        duration: int = 3,
+        caption: str | None = None,
+        chat: Json | None = None,
+        user: Json | None = None,
+    ) -> Json:
+        """An update: a voice note (Opus in Ogg, served as Telegram does: ``voice/*.oga``)."""
+        stored = self.register_file(data, file_path="voice/file.oga")
+        voice = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "duration": duration,
+            "mime_type": "audio/ogg",
+            "file_size": stored.file_size,
+        }
+        return self._media_update({"voice": voice}, caption, chat, user)
+
+    def audio_message(
+        self,
+        data: bytes = b"ID3 fake audio file",
+        *,
+        file_name: str = "talk.mp3",
+        mime_type: str = "audio/mpeg",
+        caption: str | None = None,
+        chat: Json | None = None,
+        user: Json | None = None,
+    ) -> Json:
+        """An update: an audio file (music, a recording) sent as audio."""
+        stored = self.register_file(data, file_path=f"music/{file_name}")
+        audio = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "duration": 60,
+            "file_name": file_name,
+            "mime_type": mime_type,
+            "file_size": stored.file_size,
+        }
+        return self._media_update({"audio": audio}, caption, chat, user)
+
+    def _media_update(
+        self, extra: Json, caption: str | None, chat: Json | None, user: Json | None
+    ) -> Json:
+        sender = user or DEFAULT_USER
+        if caption is not None:
+            extra["caption"] = caption
+        return {"message": self.message(chat or private_chat(sender), sender=sender, **extra)}
 
     def register_file(
         self,
