@@ -51,8 +51,14 @@ model:
   max_retries: 3           # on 429, 5xx and timeouts, honouring Retry-After
   retry_base_seconds: 0.5  # first backoff; doubles each retry, with jitter
   retry_max_seconds: 30
-  stream: false            # stream tokens from the provider
+  stream: false            # stream tokens from the provider (a reply shown while it is
+                           # generated streams whatever this says)
   max_tokens: 4096
+  vision: true             # send images to the model; false: a line naming each instead
+
+streaming:
+  enabled: true            # show replies while they are generated where the platform's
+                           # own `streaming` is auto; false turns it off everywhere
 
 sessions:
   group_sessions_per_user: true  # in group chats, each member gets their own session
