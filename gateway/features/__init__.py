@@ -10,6 +10,7 @@ from gateway.features import (
     compaction,
     cron,
     curator,
+    files,
     mcp,
     memory,
     memory_provider,
@@ -28,6 +29,7 @@ FEATURES: tuple[FeatureSpec, ...] = (
     review.SPEC,
     curator.SPEC,
     cron.SPEC,
+    files.SPEC,
     # Last: its tools join once every built-in tool is known, so a clash names them.
     mcp.SPEC,
 )
