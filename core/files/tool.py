@@ -20,7 +20,7 @@ from core.media.store import MediaStore
 from core.models.base import ToolSpec
 from core.tools import ToolContext, tool_error
 
-MAX_CAPTION_CHARS = 1024  # Telegram's caption limit, the smallest of the platforms'
+MAX_CAPTION_CHARS = 1024  # the smallest caption limit of the chat platforms
 DEFAULT_MIME = "application/octet-stream"
 
 SEND_FILE_SPEC = ToolSpec(

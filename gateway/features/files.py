@@ -20,7 +20,7 @@ from core.media.store import MediaStore
 from gateway.features.base import Contribution, FeatureContext, FeatureSpec
 from gateway.settings import Settings
 
-# Telegram's upload limit for bots, the largest file any chat platform here takes.
+# The largest upload a chat platform takes from a bot (larger ones are sent as a note).
 DEFAULT_MAX_BYTES = 50_000_000
 
 GUIDANCE = (
@@ -33,7 +33,7 @@ GUIDANCE = (
 STARTER_CONFIG = """\
 files:
   enabled: true            # the send_file tool: files from <home>/outbox/ sent to the chat
-  max_bytes: 50000000      # larger files are refused (Telegram takes up to 50 MB)
+  max_bytes: 50000000      # larger files are refused (50 MB: the most a chat platform takes)
 """
 
 
