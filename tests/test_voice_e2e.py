@@ -168,9 +168,9 @@ async def test_a_spoken_reply_is_stored_and_attached_to_the_answer(
         ),
     ):
         tg.push_update(tg.voice_message(VOICE))
-        [reply] = await tg.wait_sent(1)
+        [voice] = await tg.wait_files(1)
         tg.push_update(tg.private_message("and in writing?"))  # no voice note: no speech
-        await tg.wait_sent(2)
+        [written] = await tg.wait_sent(1)
 
     [speech] = fake_openai.audio.speech_requests
     assert speech == {
@@ -179,7 +179,11 @@ async def test_a_spoken_reply_is_stored_and_attached_to_the_answer(
         "voice": "nova",
         "response_format": "opus",
     }
-    assert reply.text == "Why did the chicken cross the road?"  # bold, as an entity
+    # The answer is the voice note's caption, the bold as an entity.
+    assert (voice.method, voice.data) == ("sendVoice", SPOKEN)
+    assert voice.caption == "Why did the chicken cross the road?"
+    assert written.text == "echo: and in writing?"
+    assert len(tg.sent_files) == 1  # the written question got no voice note
     [file] = rows(home, "SELECT f.* FROM outbox_files f JOIN outbox o ON o.id = f.outbox_id")
     assert (file["kind"], file["mime"], file["name"]) == ("voice", "audio/ogg", "reply.ogg")
     stored = home / "media" / file["sha256"][:2] / file["sha256"]

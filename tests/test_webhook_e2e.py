@@ -416,6 +416,7 @@ async def test_tool_call_round_trip(home: Path, fake_openai: FakeOpenAIServer) -
         "skill_view",
         "skill_manage",
         "cronjob",
+        "send_file",
         "add",
     ]
     tool_message = second["messages"][-1]

@@ -62,6 +62,7 @@ def build(d: DiscordSettings, services: PlatformServices) -> Adapter:
         watchdog_silence_seconds=d.watchdog_silence_seconds,
         slash_commands=d.slash_commands,
         cache_dir=services.cache_dir,
+        media=services.media,
     )
     return DiscordAdapter(options, now=services.now)
 

@@ -1,21 +1,17 @@
 """Discord adapter on discord.py 2: DMs, guild channels, threads and slash commands.
 
-- **Connecting.** ``api_base`` and ``gateway_url`` point discord.py at Discord or at a
-  proxy: both are class attributes of the library (``discord.http.Route.BASE``,
-  ``DiscordWebSocket.DEFAULT_GATEWAY``), so one process talks to one Discord. The
-  token is checked at start (a rejected token stops start-up); an unreachable Discord
-  is retried in the background. discord.py reconnects and RESUMEs by itself; when a
-  client gives up, or looks deaf, a fresh one takes its place. If the privileged
-  Message Content intent is not enabled for the bot, it connects without it: mentions
-  and DMs still carry their text.
-- **Ingest** (``adapters.discord.ingest``): each message is committed to the inbox,
-  unique on its message id, before it is processed.
-- **Nothing lost** (``adapters.discord.catchup``): after every new session (READY),
-  history is read from the newest message stored before the connection was lost. A
-  message that could not be stored is read again the same way, soon.
+- **Connecting.** ``api_base`` and ``gateway_url`` point discord.py at Discord or at a proxy: both
+  are class attributes of the library (``discord.http.Route.BASE``,
+  ``DiscordWebSocket.DEFAULT_GATEWAY``), so one process talks to one Discord. The token is checked
+  at start (a rejected token stops start-up); an unreachable Discord is retried in the background.
+  discord.py reconnects and RESUMEs by itself; when a client gives up, or looks deaf, a fresh one
+  takes its place. If the privileged Message Content intent is not enabled for the bot, it connects
+  without it: mentions and DMs still carry their text.
+- **Ingest** (``.ingest``): each message is stored, unique on its id, before it is processed.
+- **Nothing lost** (``.catchup``): after every new session (READY), history is read from the
+  newest message stored before the connection was lost; one not stored is read again soon.
 - **Health** (``.watchdog``): not ``healthy`` from a disconnect until READY or RESUMED.
-- **Replies** (``adapters.discord.send``), **slash commands** (``adapters.discord.commands``)
-  and **buttons** under replies, read back by their ``custom_id`` (``.buttons``).
+- **Replies** and files (``.send``, ``.files``), **slash commands**, **buttons** (``.buttons``).
 """
 
 from __future__ import annotations
@@ -46,6 +42,7 @@ from adapters.discord.watchdog import Watchdog
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
+from core.media.store import MediaStore
 from core.messages import OutboundMessage
 from core.retry import Backoff
 from core.tasks import TaskSet
@@ -80,6 +77,7 @@ class DiscordOptions:
     watchdog_silence_seconds: float = 300.0
     slash_commands: bool = True
     cache_dir: Path = Path(".")
+    media: MediaStore | None = None  # where the files replies carry are stored
 
 
 def intents(message_content: bool) -> discord.Intents:
@@ -146,7 +144,9 @@ class DiscordAdapter:
         self._interactions = Interactions()
         self._message_content = options.message_content
         self._client, self._tree = self._new_client()
-        self._replies = ReplySender(lambda: self._client, self._interactions, Buttons())
+        self._replies = ReplySender(
+            lambda: self._client, self._interactions, Buttons(), options.media
+        )
         self._watchdog = Watchdog(
             lambda: self._client, self._heal, silence=options.watchdog_silence_seconds
         )

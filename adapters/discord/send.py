@@ -5,7 +5,7 @@ with their language, tables as lists. The first chunk references the message it
 answers. An answer to a slash command goes through the interaction (its first
 response, the deferred placeholder, then follow-ups) while the interaction lives,
 else to the channel. A reply's ``actions`` become buttons under its last message
-(``adapters.discord.buttons``).
+(``adapters.discord.buttons``); its files follow its text (``adapters.discord.files``).
 
 Nothing twice: each chunk carries a nonce derived from the outbox id, its index and
 its text, which Discord enforces (a resend within minutes returns the first message),
@@ -28,10 +28,12 @@ import aiohttp
 import discord
 
 from adapters.discord.buttons import Buttons
+from adapters.discord.files import FileSender
 from adapters.discord.format import render
 from adapters.reply_parts import PartProgress
 from core.errors import DeliveryError, Undeliverable
-from core.messages import OutboundMessage
+from core.media.store import MediaStore
+from core.messages import OutboundFile, OutboundMessage
 
 log = logging.getLogger(__name__)
 
@@ -153,10 +155,12 @@ class ReplySender:
         client: Callable[[], discord.Client],
         interactions: Interactions,
         buttons: Buttons,
+        media: MediaStore | None = None,
     ) -> None:
         self._client = client
         self._interactions = interactions
         self.buttons = buttons  # what the buttons it sends stand for: clicks read it
+        self._files = FileSender(client, media)
         self.progress = PartProgress()
 
     async def send(self, msg: OutboundMessage) -> str | None:
@@ -164,15 +168,19 @@ class ReplySender:
         if not usable(self._client()):
             raise DeliveryError("discord: not connected (logging in or reconnecting)")
 
-        chunks = render(msg.text) or ["…"]
+        chunks = render(msg.text) or ([] if msg.files else ["…"])
+        # The reply's files (``adapters.discord.files``) after its text, each one part.
+        parts: list[str | OutboundFile] = [*chunks, *msg.files]
 
-        async def one(index: int, chunk: str) -> str:
+        async def one(index: int, chunk: str | OutboundFile) -> str:
+            if isinstance(chunk, OutboundFile):
+                return await self._files.send(msg, index, chunk)
             # The buttons go under the last part, where the reply ends.
             last = index == len(chunks) - 1
             view = self.buttons.view(msg.actions) if last else None
             return await self._send_chunk(msg, index, chunk, view)
 
-        return await self.progress.send(msg, chunks, one)
+        return await self.progress.send(msg, parts, one)
 
     async def _send_chunk(
         self, msg: OutboundMessage, index: int, chunk: str, view: discord.ui.View | None

@@ -65,6 +65,7 @@ def build(t: TelegramSettings, services: PlatformServices) -> Adapter:
         max_file_bytes=t.max_file_bytes,
         cache_dir=services.cache_dir,
         poll_timeout_seconds=t.poll_timeout_seconds,
+        media=services.media,
     )
     return TelegramAdapter(options, now=services.now)
 

@@ -35,18 +35,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from telegram import Bot, BotCommand, Update
 from telegram.constants import ChatAction
-from telegram.error import (
-    Conflict,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
-    TelegramError,
-)
+from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
 from adapters.attachments import not_downloaded, save_attachment, too_big
+from adapters.telegram.api_errors import retry_seconds
 from adapters.telegram.buttons import Keyboards, Taps
-from adapters.telegram.send import ReplySender, retry_seconds
+from adapters.telegram.send import ReplySender
 from adapters.telegram.updates import (
     Access,
     BotIdentity,
@@ -61,6 +56,7 @@ from core.access import TurnedAway
 from core.errors import ConfigError
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
+from core.media.store import MediaStore
 from core.messages import Attachment, InboundMessage, OutboundMessage
 from core.retry import Backoff
 from core.tasks import TaskSet
@@ -99,6 +95,7 @@ class TelegramOptions:
     max_file_bytes: int = 20_000_000
     cache_dir: Path = Path(".")
     poll_timeout_seconds: int = 30
+    media: MediaStore | None = None  # where the files replies carry are stored
 
 
 class TelegramAdapter:
@@ -126,7 +123,7 @@ class TelegramAdapter:
         self._tasks = TaskSet("telegram")
         self._told_backlog: set[int] = set()
         keyboards = Keyboards()
-        self._replies = ReplySender(self._bot, keyboards)
+        self._replies = ReplySender(self._bot, keyboards, options.media)
         self._taps = Taps(self._bot, keyboards, lambda: self._me, now)
         # Typing is refreshed every 4 s (Telegram shows it for 5).
         self._typing = TypingIndicator(self._send_typing, self._tasks, every=TYPING_EVERY_SECONDS)

@@ -7,14 +7,13 @@ makes the reply ``Undeliverable`` (and the chat is not tried again until the per
 anything else a ``DeliveryError`` the outbox retries. Chunks already sent before a
 failure are skipped on the retry, after a restart too (``adapters.reply_parts``). A
 reply's ``actions`` become an inline keyboard on its last message
-(``adapters.telegram.buttons``).
+(``adapters.telegram.buttons``); its files are parts of their own (``adapters.telegram.files``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from datetime import timedelta
 
 from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.error import (
@@ -27,26 +26,25 @@ from telegram.error import (
 )
 
 from adapters.reply_parts import PartProgress
+from adapters.telegram.api_errors import MAX_RETRY_AFTER_SECONDS, RATE_LIMIT_WAITS, retry_seconds
 from adapters.telegram.buttons import Keyboards
+from adapters.telegram.files import FilePart, FileSender, reply_parts
 from adapters.telegram.format import Chunk, plain_chunk, render
 from core.errors import DeliveryError, DeliveryRateLimited, Undeliverable
+from core.media.store import MediaStore
 from core.messages import OutboundMessage
-from core.retry import RetryPolicy, retry_async
+from core.retry import retry_async
 
 log = logging.getLogger(__name__)
-
-MAX_RETRY_AFTER_SECONDS = 300.0
-# Sends of one chunk while Telegram answers 429, each after the pause it names; then the
-# outbox takes over (with its own backoff).
-RATE_LIMIT_WAITS = RetryPolicy(attempts=4, base_seconds=0.0, max_seconds=MAX_RETRY_AFTER_SECONDS)
 
 
 class ReplySender:
     """See the module docstring."""
 
-    def __init__(self, bot: Bot, keyboards: Keyboards) -> None:
+    def __init__(self, bot: Bot, keyboards: Keyboards, media: MediaStore | None = None) -> None:
         self._bot = bot
         self._keyboards = keyboards
+        self._files = FileSender(bot, media)
         self.progress = PartProgress()
         # Chats whose person blocked the bot: not tried again until they write again.
         self._unreachable: set[str] = set()
@@ -61,13 +59,17 @@ class ReplySender:
 
         chunks = render(msg.text)
         keyboard = self._keyboards.markup(msg.actions)
+        # The reply's files (``adapters.telegram.files``) after its text, each one part.
+        parts = reply_parts(msg, chunks, keyboard)
 
-        async def one(index: int, chunk: Chunk) -> str:
+        async def one(index: int, chunk: Chunk | FilePart) -> str:
+            if isinstance(chunk, FilePart):
+                return await self._files.send(msg, chunk, msg.reply_to if index == 0 else None)
             # The buttons go under the last part, where the reply ends.
-            markup = keyboard if index == len(chunks) - 1 else None
+            markup = keyboard if chunk is chunks[-1] else None
             return await self._send_chunk(msg, chunk, msg.reply_to if index == 0 else None, markup)
 
-        return await self.progress.send(msg, chunks, one)
+        return await self.progress.send(msg, parts, one)
 
     async def _send_chunk(
         self,
@@ -152,12 +154,3 @@ def fallbacks(chunk: Chunk, thread: int | None) -> list[tuple[Chunk, int | None]
 def _change(before: tuple[Chunk, int | None], after: tuple[Chunk, int | None]) -> str:
     how = "formatted" if after[0].entities else "plain"
     return how if after[1] == before[1] else f"{how}, outside its topic"
-
-
-def retry_seconds(exc: RetryAfter) -> float:
-    """The pause a 429 names: a ``timedelta`` from PTB 23 on, and in PTB 22 once the
-    adapter opted in (``PTB_TIMEDELTA``); seconds before that."""
-    value: int | float | timedelta = exc.retry_after
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)

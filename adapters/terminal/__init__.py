@@ -43,7 +43,11 @@ def build(settings: TerminalSettings, services: PlatformServices) -> Adapter:
         console.print(f"[bold cyan]agent>[/] {escape(text)}", highlight=False)
 
     return TerminalAdapter(
-        chat_id=settings.chat_id, printer=show, reader=reader, on_end=services.request_stop
+        chat_id=settings.chat_id,
+        printer=show,
+        reader=reader,
+        on_end=services.request_stop,
+        media=services.media,
     )
 
 

@@ -1,7 +1,8 @@
 """Terminal adapter: ``chatgate chat``, the quickest way to talk to the agent.
 
 It reads lines from standard input, one turn at a time (a line waits until the
-previous one's replies are printed), and prints replies as they are delivered. At the
+previous one's replies are printed), and prints replies as they are delivered (a file
+sent with one as its name and where its stored copy is). At the
 end of the input it asks the gateway to stop.
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from core.access import TurnedAway
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
+from core.media.store import MediaStore
 from core.messages import InboundMessage, OutboundMessage
 from core.tasks import TaskSet
 
@@ -84,8 +86,10 @@ class TerminalAdapter:
         printer: Printer = print,
         reader: Reader = read_line,
         on_end: Callable[[], None] = lambda: None,
+        media: MediaStore | None = None,
     ) -> None:
         self._chat_id = chat_id
+        self._media = media
         self._user = getpass.getuser()
         self._print = printer
         self._read = reader
@@ -105,9 +109,14 @@ class TerminalAdapter:
         self._inbox = None
 
     async def send(self, msg: OutboundMessage) -> str | None:
-        self._print(msg.text)
+        if msg.text or not msg.files:
+            self._print(msg.text)
         if msg.actions:  # no buttons here: the commands they stand for, to type
             self._print("  " + " | ".join(f"{a.label}: {a.command}" for a in msg.actions))
+        for file in msg.files:  # the stored copy: open it from there
+            where = self._media.path(file.media) if self._media is not None else file.id
+            caption = f": {file.media.caption}" if file.media.caption else ""
+            self._print(f"  [file] {file.name} ({file.mime}) at {where}{caption}")
         return None
 
     async def say(self, text: str) -> None:

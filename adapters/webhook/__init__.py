@@ -57,6 +57,7 @@ def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
         legacy_signatures=hook.legacy_signatures,
         replay_cache_size=hook.replay_cache_size,
         sessions_per_user=hook.sessions_per_user,
+        media=services.media,
     )
     return WebhookAdapter(options, now=services.now)
 

@@ -6,7 +6,9 @@ answer; by default the request then waits for the turn and returns its replies,
 with ``?wait=false`` it answers 202 and the replies are read from
 ``GET /webhook/{route}/chats/{chat_id}/replies?after=<cursor>``. A turn that pauses
 for an approval answers a waiting request at once, with ``approvals``; they are decided
-through ``POST /webhook/{route}/approvals/{id}`` (``adapters.webhook.approvals``).
+through ``POST /webhook/{route}/approvals/{id}`` (``adapters.webhook.approvals``). Files
+sent with a reply are listed in it and served by ``GET /webhook/{route}/files/{id}``
+(``adapters.webhook.files``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from adapters.webhook.auth import (
     request_target,
     verify,
 )
+from adapters.webhook.files import FileRoute, reply_files, reply_json
 from adapters.webhook.replay import ReplayCache
 from adapters.webhook.schema import (
     ID_MAX,
@@ -52,6 +55,7 @@ from core.access import TurnedAway
 from core.errors import RequestRefused, SignatureError, StoreError, StoreUnavailable
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
+from core.media.store import MediaStore
 from core.messages import InboundMessage, OutboundMessage
 from core.store.records import Accepted, InboxItem
 
@@ -86,6 +90,7 @@ class WebhookOptions:
     replay_cache_size: int = 100_000
     # Each user of a chat has their own session (the chat is treated as a group).
     sessions_per_user: bool = False
+    media: MediaStore | None = None  # where the files replies carry are stored
 
 
 class DirectRoute(APIRoute):
@@ -161,6 +166,7 @@ class WebhookAdapter:
             tags=["webhook"],
         )
         ApprovalRoute(self.name, self._require_inbox, self._read_body).install(app)
+        FileRoute(self.name, self._require_inbox, self._read_body, self.options.media).install(app)
 
     async def post_message(self, request: Request) -> JSONResponse:
         """Accept one message; with ``wait`` (default) answer with the turn's replies."""
@@ -215,6 +221,7 @@ class WebhookAdapter:
                     message_id=r.reply_to,
                     created_at=r.created_at,
                     actions=[PulledAction(label=a.label, command=a.command) for a in r.actions],
+                    files=reply_files(route, r.files),
                 )
                 for r in replies
             ],
@@ -239,7 +246,7 @@ class WebhookAdapter:
         body: dict[str, Any] = {
             "session_id": turn.session_id,
             "message_id": item.message.platform_message_id,
-            "replies": [{"text": r.text} for r in turn.replies],
+            "replies": [reply_json(item.message.route or "", r) for r in turn.replies],
         }
         if turn.approvals:  # paused: the rest of the turn's replies are pulled later
             body["approvals"] = [

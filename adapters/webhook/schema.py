@@ -60,8 +60,22 @@ class WebhookMessage(BaseModel):
     thread_id: OptionalId = None
 
 
+class ReplyFile(BaseModel):
+    """A file sent with a reply: ``GET`` its ``url`` (relative to the gateway, signed like
+    every webhook route) for the bytes."""
+
+    id: str
+    name: str
+    mime: str
+    size: int
+    caption: str | None = None
+    url: str
+
+
 class WebhookReply(BaseModel):
     text: str
+    # Present when the reply carries files (``send_file``, a spoken reply).
+    files: list[ReplyFile] = Field(default_factory=list)
 
 
 class PendingApproval(BaseModel):
@@ -120,6 +134,7 @@ class PulledReply(BaseModel):
     created_at: float
     # An approval's choices (``/approve 12``, ``/approve 12 session``, ``/deny 12``).
     actions: list[PulledAction] = Field(default_factory=list)
+    files: list[ReplyFile] = Field(default_factory=list)
 
 
 class PulledReplies(BaseModel):
@@ -212,6 +227,19 @@ APPROVAL_OPENAPI: dict[str, Any] = {
         "content": {"application/json": {"schema": ApprovalDecision.model_json_schema()}},
     },
 }
+
+
+FILE_ERRORS: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The file's bytes, with its own Content-Type and its name in "
+        "Content-Disposition",
+        "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+    },
+    **SIGNED_ERRORS,
+    404: _error("Unknown route name, or no file with this id sent on this route"),
+}
+
+FILE_OPENAPI: dict[str, Any] = {"parameters": SIGNATURE_PARAMETERS}
 
 
 def parse_body(body: bytes, model: type[M]) -> M:

@@ -16,22 +16,27 @@ KINDS: tuple[MediaKind, ...] = ("image", "file", "voice")
 @dataclass(frozen=True, slots=True)
 class MediaRef:
     """One stored file: its SHA-256 (hex), mime type and kind, and the name and size it
-    is shown with. The bytes live at ``MediaStore.path(ref)``."""
+    is shown with (and, for a file sent to a chat, the line shown with it). The bytes
+    live at ``MediaStore.path(ref)``."""
 
     sha256: str
     mime: str
     kind: MediaKind = "file"
     name: str = ""
     size: int = 0
+    caption: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "sha256": self.sha256,
             "mime": self.mime,
             "kind": self.kind,
             "name": self.name,
             "size": self.size,
         }
+        if self.caption:
+            data["caption"] = self.caption
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MediaRef:
@@ -42,6 +47,7 @@ class MediaRef:
             kind=kind if kind in KINDS else "file",
             name=str(data.get("name", "")),
             size=int(data.get("size", 0)),
+            caption=str(data.get("caption") or ""),
         )
 
 

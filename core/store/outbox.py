@@ -35,7 +35,17 @@ _COLUMNS = (
     "file_count",
 )
 _ADD = insert_sql("outbox", _COLUMNS, " RETURNING id")
-_FILE_COLUMNS = ("id", "outbox_id", "position", "sha256", "mime", "kind", "name", "size")
+_FILE_COLUMNS = (
+    "id",
+    "outbox_id",
+    "position",
+    "sha256",
+    "mime",
+    "kind",
+    "name",
+    "size",
+    "caption",
+)
 _ADD_FILE = insert_sql("outbox_files", _FILE_COLUMNS)
 _DELIVERED_ONE = (
     "UPDATE outbox SET status = 'delivered', delivered_at = :at, "
@@ -185,6 +195,7 @@ def _add_files(tx: Tx, outbox_id: int, files: Sequence[MediaRef]) -> tuple[Outbo
                     "kind": f.media.kind,
                     "name": f.media.name[:255],
                     "size": f.media.size,
+                    "caption": f.media.caption or None,
                 }
                 for position, f in enumerate(sent)
             ],
@@ -315,6 +326,7 @@ def _file(row: Row[Any]) -> OutboundFile:
             "kind": row.kind,
             "name": row.name,
             "size": row.size,
+            "caption": row.caption,
         }
     )
     return OutboundFile(row.id, ref)

@@ -174,6 +174,8 @@ outbox_files = Table(
     Column("kind", String(16), nullable=False),
     Column("name", String(255), nullable=False),
     Column("size", BigInteger, nullable=False),
+    # The line shown with the file (``send_file``'s caption); NULL: none.
+    Column("caption", Text),
     Index("ix_outbox_files_outbox", "outbox_id", "position"),
 )
 

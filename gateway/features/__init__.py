@@ -11,6 +11,7 @@ from gateway.features import (
     cron,
     curator,
     documents,
+    files,
     mcp,
     memory,
     memory_provider,
@@ -34,6 +35,7 @@ FEATURES: tuple[FeatureSpec, ...] = (
     stt.SPEC,
     documents.SPEC,
     tts.SPEC,
+    files.SPEC,
     # Last: its tools join once every built-in tool is known, so a clash names them.
     mcp.SPEC,
 )

@@ -36,6 +36,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("name", sa.String(255), nullable=False),
         sa.Column("size", sa.BigInteger, nullable=False),
+        sa.Column("caption", sa.Text),
     )
     op.create_index("ix_outbox_files_outbox", "outbox_files", ["outbox_id", "position"])
 

@@ -15,6 +15,8 @@ multipart bodies, method names case-insensitive as in Telegram):
 * ``getMe``, ``getUpdates`` (offset confirmation, ``limit``, long-poll ``timeout``,
   ``allowed_updates``; a newer poll ends an older one with 409; 409 while a webhook is
   set), ``setWebhook``, ``deleteWebhook``, ``getWebhookInfo``;
+* ``sendPhoto``, ``sendDocument`` and ``sendVoice`` uploads (``telegram_media``), recorded
+  in ``sent_files``;
 * ``sendMessage`` and ``editMessageText`` with Telegram's validation (empty text, more
   than 4096 UTF-16 code units, entities out of bounds or malformed, a simple MarkdownV2
   reserved-character check, ``message_thread_id`` outside a forum, unknown reply target);
@@ -56,6 +58,7 @@ from starlette.routing import Route
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.telegram_buttons import ButtonsMixin, CallbackAnswer, MarkupEdit
 from tests.fakes.telegram_checks import MAX_MESSAGE_UTF16
+from tests.fakes.telegram_media import MediaSendsMixin, SentFile
 from tests.fakes.telegram_methods import (
     MAX_DOWNLOAD_BYTES,
     ChatAction,
@@ -113,6 +116,7 @@ __all__ = [
     "Failure",
     "Json",
     "MarkupEdit",
+    "SentFile",
     "SentMessage",
     "StoredFile",
     "WebhookState",
@@ -147,7 +151,7 @@ class ApiCall:
 # -- the fake -----------------------------------------------------------------------------
 
 
-class FakeTelegram(UpdatesMixin, MethodsMixin, ButtonsMixin, MessageBuildersMixin):
+class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, MessageBuildersMixin):
     """A scripted Telegram Bot API server; use as ``async with``.
 
     ``token`` is the only token accepted (others get 401); the bot's id is the token's
@@ -168,6 +172,7 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, ButtonsMixin, MessageBuildersMixi
         self.bot_first_name = bot_first_name
         self.requests: list[ApiCall] = []
         self.sent: list[SentMessage] = []
+        self.sent_files: list[SentFile] = []
         self.edits: list[Edit] = []
         self.actions: list[ChatAction] = []
         self.webhook = WebhookState()
@@ -200,6 +205,9 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, ButtonsMixin, MessageBuildersMixi
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._get_webhook_info,
             "sendMessage": self._send_message,
+            "sendPhoto": self._send_photo,
+            "sendDocument": self._send_document,
+            "sendVoice": self._send_voice,
             "editMessageText": self._edit_message_text,
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "answerCallbackQuery": self._answer_callback_query,
@@ -322,6 +330,13 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, ButtonsMixin, MessageBuildersMixi
             lambda: len(self.calls_to(method)) >= n, timeout=timeout, what=f"{n}x {method}"
         )
         return self.calls_to(method)[n - 1]
+
+    async def wait_files(self, n: int = 1, *, timeout: float = 10.0) -> list[SentFile]:  # noqa: ASYNC109
+        """Return the first ``n`` files sent once at least ``n`` have been sent."""
+        await self.wait_until(
+            lambda: len(self.sent_files) >= n, timeout=timeout, what=f"{n} files sent"
+        )
+        return self.sent_files[:n]
 
     async def wait_actions(self, n: int = 1, *, timeout: float = 10.0) -> list[ChatAction]:  # noqa: ASYNC109
         """Return the first ``n`` chat actions once at least ``n`` have been sent."""

@@ -64,6 +64,19 @@ _STRING_PARAMS = frozenset(
 )
 
 
+class Upload(bytes):
+    """An uploaded file's bytes, with the name and type its multipart part gave."""
+
+    filename: str | None
+    content_type: str | None
+
+    def __new__(cls, data: bytes, filename: str | None, content_type: str | None) -> Upload:
+        upload = super().__new__(cls, data)
+        upload.filename = filename
+        upload.content_type = content_type
+        return upload
+
+
 class ApiError(Exception):
     """A Bot API error answer: raised inside a handler, turned into the error envelope."""
 
@@ -103,8 +116,8 @@ def _multipart(content_type: str, body: bytes) -> Json:
             continue
         payload = part.get_payload(decode=True)
         data = payload if isinstance(payload, bytes) else b""
-        if part.get_filename() is not None:
-            params[name] = data  # an uploaded file: keep the bytes
+        if part.get_filename() is not None:  # an uploaded file: keep the bytes and name
+            params[name] = Upload(data, part.get_filename(), part.get_content_type())
         else:
             params[name] = _decode(name, data.decode())
     return params
