@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 
@@ -37,4 +38,7 @@ class WebhookSettings(ChatPolicySettings):
     # other platforms); otherwise the chat's users share one, and /new and /stop act
     # on it for all of them.
     sessions_per_user: bool = False
+    # With Accept: text/event-stream, send the model's deltas as they come (auto), or
+    # only the done event (off); streaming.enabled: false turns it off too.
+    streaming: Literal["auto", "off"] = "auto"
     routes: dict[str, WebhookRoute] = Field(default_factory=dict)
