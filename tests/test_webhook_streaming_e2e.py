@@ -51,13 +51,9 @@ async def events_of(response: httpx.Response) -> AsyncIterator[Event]:
 
 
 @asynccontextmanager
-async def streamed(
-    gw: RunningGateway, text: str, *, headers: dict[str, str] | None = None, **extra: object
-) -> AsyncIterator[httpx.Response]:
+async def streamed(gw: RunningGateway, text: str, **extra: object) -> AsyncIterator[httpx.Response]:
     body = {"chat_id": "c1", "user_id": "u1", "text": text, **extra}
-    async with gw.client.stream(
-        "POST", "/webhook/demo", json=body, headers={**EVENTS, **(headers or {})}
-    ) as response:
+    async with gw.client.stream("POST", "/webhook/demo", json=body, headers=EVENTS) as response:
         yield response
 
 
