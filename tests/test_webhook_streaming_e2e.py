@@ -228,7 +228,10 @@ def test_events_are_sent_when_the_accept_header_prefers_them(
     assert wants_events(request) is streams
 
 
-def test_a_bad_streaming_value_is_refused(home: Path) -> None:
+def test_streaming_off_as_written_in_yaml_and_a_bad_value(home: Path) -> None:
+    # YAML 1.1 reads a bare ``off`` as false: it still means off.
+    (home / "config.yaml").write_text("webhook:\n  streaming: off\n", encoding="utf-8")
+    assert load_settings(home, {}).platform("webhook").streaming == "off"
     (home / "config.yaml").write_text("webhook:\n  streaming: sometimes\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="webhook.streaming"):
         load_settings(home, {})

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, SecretStr
 
 from adapters.platform import ChatPolicySettings, Section
+from adapters.streaming_mode import StreamingMode
 
 
 class WebhookRoute(Section):
@@ -40,5 +40,5 @@ class WebhookSettings(ChatPolicySettings):
     sessions_per_user: bool = False
     # With Accept: text/event-stream, send the model's deltas as they come (auto), or
     # only the done event (off); streaming.enabled: false turns it off too.
-    streaming: Literal["auto", "off"] = "auto"
+    streaming: StreamingMode = "auto"
     routes: dict[str, WebhookRoute] = Field(default_factory=dict)
