@@ -41,6 +41,7 @@ from adapters.discord.client import RetiringClient, intents
 from adapters.discord.commands import SlashCommands
 from adapters.discord.ingest import Ingester, IngestRules
 from adapters.discord.messages import Access
+from adapters.discord.preview import DiscordPreviews
 from adapters.discord.send import Interactions, ReplySender
 from adapters.discord.watchdog import Watchdog
 from core.errors import ConfigError
@@ -80,6 +81,8 @@ class DiscordOptions:
     watchdog_silence_seconds: float = 300.0
     slash_commands: bool = True
     cache_dir: Path = Path(".")
+    # Replies shown while generated (``adapters.discord.preview``); None: off.
+    stream_updates_per_second: float | None = 10.0
 
 
 Tree = app_commands.CommandTree[discord.Client]
@@ -90,7 +93,6 @@ class DiscordAdapter:
 
     name = "discord"
     push = True
-    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: DiscordOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options
@@ -100,6 +102,7 @@ class DiscordAdapter:
         self._message_content = options.message_content
         self._client, self._tree = self._new_client()
         self._replies = ReplySender(lambda: self._client, self._interactions, Buttons())
+        self.previews = self._previews(options.stream_updates_per_second)
         self._watchdog = Watchdog(
             lambda: self._client, self._heal, silence=options.watchdog_silence_seconds
         )
@@ -144,6 +147,8 @@ class DiscordAdapter:
         o = self.options
         self._inbox = inbox
         self._replies.progress.record = ledger.parts_sent
+        if self.previews is not None:
+            self.previews.start(ledger)
         self._lost()  # nothing was received before now: the first READY catches up
         self._ingester = Ingester(
             lambda: self._client,
@@ -171,6 +176,13 @@ class DiscordAdapter:
             logged_in = False
         self._tasks.spawn(self._run(logged_in), name="connect")
         self._tasks.spawn(self._watchdog.run(lambda: self.healthy), name="watchdog")
+
+    def _previews(self, per_second: float | None) -> DiscordPreviews | None:
+        if per_second is None:
+            return None  # discord.streaming: off: replies arrive whole
+        return DiscordPreviews(
+            lambda: self._client, self._interactions, self._tasks, updates_per_second=per_second
+        )
 
     def install(self, app: FastAPI) -> None:
         return None  # Discord is reached by connecting out: no HTTP routes

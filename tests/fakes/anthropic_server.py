@@ -159,14 +159,15 @@ class FakeAnthropicServer:
     def _stream_events(self, body: Json, answer: _Answer) -> Iterator[bytes]:
         """The streaming events of ``answer``: the same message as ``_message_json``."""
         message = self._message_json(body, answer)
-        start = {**message, "content": [], "stop_reason": None, "usage": self._usage(output_tokens=1)}
+        usage = self._usage(output_tokens=1)
+        start = {**message, "content": [], "stop_reason": None, "usage": usage}
         yield _event("message_start", {"type": "message_start", "message": start})
         yield _event("ping", {"type": "ping"})
         for index, block in enumerate(answer.content):
             yield from _block_events(index, block)
         delta = {"stop_reason": answer.stop_reason, "stop_sequence": None}
-        usage = {"output_tokens": message["usage"]["output_tokens"]}
-        yield _event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
+        output = {"output_tokens": message["usage"]["output_tokens"]}
+        yield _event("message_delta", {"type": "message_delta", "delta": delta, "usage": output})
         yield _event("message_stop", {"type": "message_stop"})
 
 
