@@ -15,6 +15,7 @@ import httpx
 import pytest
 from starlette.requests import Request
 
+from adapters.webhook.settings import WebhookSettings
 from adapters.webhook.streaming import wants_events
 from core.errors import ConfigError
 from core.store.schema import outbox
@@ -231,7 +232,9 @@ def test_events_are_sent_when_the_accept_header_prefers_them(
 def test_streaming_off_as_written_in_yaml_and_a_bad_value(home: Path) -> None:
     # YAML 1.1 reads a bare ``off`` as false: it still means off.
     (home / "config.yaml").write_text("webhook:\n  streaming: off\n", encoding="utf-8")
-    assert load_settings(home, {}).platform("webhook").streaming == "off"
+    section = load_settings(home, {}).platform("webhook")
+    assert isinstance(section, WebhookSettings)
+    assert section.streaming == "off"
     (home / "config.yaml").write_text("webhook:\n  streaming: sometimes\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="webhook.streaming"):
         load_settings(home, {})
