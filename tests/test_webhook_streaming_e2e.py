@@ -16,8 +16,10 @@ import pytest
 from starlette.requests import Request
 
 from adapters.webhook.settings import WebhookSettings
-from adapters.webhook.streaming import wants_events
-from core.errors import ConfigError
+from adapters.webhook.streaming import EventStreams, wants_events
+from core.errors import ConfigError, StoreUnavailable
+from core.messages import InboundMessage
+from core.store.records import InboxItem
 from core.store.schema import outbox
 from gateway.config import load_settings
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -238,3 +240,34 @@ def test_streaming_off_as_written_in_yaml_and_a_bad_value(home: Path) -> None:
     (home / "config.yaml").write_text("webhook:\n  streaming: sometimes\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="webhook.streaming"):
         load_settings(home, {})
+
+
+async def test_a_stream_whose_replies_cannot_be_read_still_ends_with_one_done() -> None:
+    # The seam the adapter streams through: its wait for the turn fails (the SessionDB
+    # is down while a redelivery's replies are read); the client must not wait forever.
+    message = InboundMessage(
+        platform="webhook",
+        chat_id="c1",
+        user_id="u1",
+        text="hi",
+        platform_message_id="m9",
+        dedup_key="key",
+        received_at=0.0,
+    )
+    item = InboxItem(id=1, session_key="webhook:c1", message=message)
+    delivered: list[object] = []
+    streams = EventStreams(delivered.extend)
+
+    async def accept() -> InboxItem:
+        return item
+
+    async def done(_: InboxItem) -> None:
+        raise StoreUnavailable("the database is not answering")
+
+    response = await streams.stream("key", accept, done)
+    async with asyncio.timeout(10):  # without a done the stream would only ping, forever
+        body = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[misc]
+    await streams.close()
+
+    assert body == b'event: done\ndata: {"message_id":"m9","status":"queued"}\n\n'
+    assert delivered == []

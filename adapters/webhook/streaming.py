@@ -19,6 +19,8 @@ which answers 202 as always) is answered ``text/event-stream``::
   other request is streaming that message.
 - **Off.** ``webhook.streaming: off`` (no ``previews``) or ``streaming.enabled: false``:
   the stream carries only done: the client asked for events, so it gets events.
+- **Always a done.** If the turn's replies cannot be read (the store is down, the
+  gateway drains), done carries the 202 body: the client pulls them later.
 - **A client that goes away** costs nothing: the turn goes on, its replies are stored
   and pulled as today (``GET .../replies``); they are recorded delivered only once a
   done event was written.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,10 +41,13 @@ from typing import Any
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from starlette.requests import Request
 
+from core.errors import ChatgateError
 from core.messages import OutboundMessage
 from core.store.records import InboxItem
 from core.streaming import Preview, PreviewRequest
 from core.tasks import TaskSet
+
+log = logging.getLogger(__name__)
 
 EVENT_STREAM = "text/event-stream"
 PING_SECONDS = 15.0
@@ -158,9 +164,16 @@ class EventStreams:
         item: InboxItem,
         done: Callable[[InboxItem], Awaitable[Done | None]],
     ) -> None:
-        finished = await done(item)
-        body, replies = finished if finished is not None else (queued_body(item), ())
-        listener.put(Event("done", body, replies))
+        body: dict[str, Any] = queued_body(item)
+        replies: Sequence[OutboundMessage] = ()
+        try:  # whatever happens, one done ends the stream: at worst the 202 body (pull)
+            finished = await done(item)
+            if finished is not None:
+                body, replies = finished
+        except ChatgateError as exc:  # the store, read for a redelivery's replies
+            log.warning("webhook stream: the turn's replies not read (%s)", type(exc).__name__)
+        finally:
+            listener.put(Event("done", body, replies))
 
     def _forget(self, listener: Listener) -> None:
         listener.closed = True
