@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import signal
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -26,6 +27,7 @@ from tests.fakes.discord_rest import SentMessage
 from tests.fakes.discord_server import BOT_USER, GENERAL_ID, FakeDiscord
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
+from tests.test_cli import client_for, gateway_process, wait_ready
 
 Json = dict[str, Any]
 # Sixty words, each a delta; at 40 ms a word the answer takes over two seconds.
@@ -251,3 +253,33 @@ def test_discord_streaming_settings_are_checked(home: Path) -> None:
         load("discord:\n  streaming: sometimes\n")
     with pytest.raises(ConfigError, match="discord.stream_updates_per_second"):
         load("discord:\n  stream_updates_per_second: 0\n")
+
+
+async def test_after_a_kill_mid_stream_the_turn_streams_into_the_same_message(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.token_seconds = TOKEN_SECONDS * 2  # about five seconds: time to kill it
+    fake_openai.reply_text(ANSWER)  # the first run's answer, cut short by the kill
+    fake_openai.reply_text(ANSWER)  # the run after the restart
+    async with FakeDiscord() as dc:
+        env = {**fake_openai.gateway_env(), **dc.gateway_env(DISCORD_ALLOW_ALL_USERS="true")}
+        with gateway_process(home, env) as (proc, url):
+            async with client_for(url) as client:
+                await wait_ready(proc, client)
+            asked = dc.post(GENERAL_ID, "tell me a long story", mention_bot=True)
+            await dc.wait_until(lambda: len(dc.sent) >= 2)  # the preview, and an edit of it
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        before = len(dc.sent)
+        with gateway_process(home, env) as (proc, url):
+            await delivered(home)
+
+    preview = dc.sent[0]
+    assert preview.via == "channel"
+    after = dc.sent[before:]
+    assert [(m.via, m.id) for m in after] == [("edit", preview.id)] * len(after)
+    assert after[-1].content == ANSWER
+    [shown] = bot_messages(dc, GENERAL_ID)
+    assert (shown["id"], shown["content"]) == (preview.id, ANSWER)
+    assert shown["message_reference"]["message_id"] == asked["id"]
+    assert len(fake_openai.requests) == 2
