@@ -188,7 +188,11 @@ class TurnProcessor:
             log.exception("turn %s crashed", item.id)
             shown = await preview.finish()
             return await self._fail(item, state, CRASHED, repr(exc), started, shown)
-        shown = await preview.finish()
+        if result.reply.strip() or notices:
+            shown = await preview.finish()
+        else:  # no text to take the preview over (files alone, or nothing): take it away
+            await preview.discard()
+            shown = None
         return await self._complete(item, state, result, started, notices, shown)
 
     async def _keep_preview(self, item: InboxItem, preview: TurnPreview) -> None:

@@ -37,6 +37,9 @@ async def discord_gateway(
     home: Path, dc: FakeDiscord, model: FakeOpenAIServer, **env: str
 ) -> AsyncIterator[RunningGateway]:
     environment = {**model.gateway_env(), **dc.gateway_env(DISCORD_ALLOW_ALL_USERS="true")}
+    # These tests read what the bot sent as whole replies; replies that stream (a message
+    # sent, then edited) are tested in test_discord_streaming_e2e.py.
+    environment["CHATGATE_DISCORD__STREAMING"] = "off"
     environment.update(env)
     readies = dc.ready_count
     async with running_gateway(home, environment) as gw:

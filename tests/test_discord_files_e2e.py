@@ -19,9 +19,11 @@ PDF = b"%PDF-1.4\n" + b"report body " * 400 + b"\n%%EOF\n"
 
 @asynccontextmanager
 async def discord_gateway(
-    home: Path, dc: FakeDiscord, model: FakeOpenAIServer
+    home: Path, dc: FakeDiscord, model: FakeOpenAIServer, *, streaming: str = "off"
 ) -> AsyncIterator[RunningGateway]:
     environment = {**model.gateway_env(), **dc.gateway_env(DISCORD_ALLOW_ALL_USERS="true")}
+    # These tests read whole messages; a streamed preview is tested where it says so.
+    environment["CHATGATE_DISCORD__STREAMING"] = streaming
     readies = dc.ready_count
     async with running_gateway(home, environment) as gw:
         await dc.wait_ready(readies + 1)
@@ -89,3 +91,22 @@ async def test_a_file_over_the_upload_limit_is_one_clear_line_instead(
     assert len(sent) == 1
     assert line.files == []
     assert line.content == "[dump.bin (11.0 MB) is too large to send here: the limit is 10 MB]"
+
+
+async def test_a_streamed_reply_of_files_alone_takes_its_preview_away(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    in_outbox(home, "chart.png", PNG)
+    fake_openai.reply_tool_call("send_file", {"path": "chart.png"})
+    fake_openai.reply_text("")  # the file only: no text takes the preview over
+    async with FakeDiscord() as dc, discord_gateway(home, dc, fake_openai, streaming="auto"):
+        dc.dm("the chart please")
+        preview, photo = await dc.wait_sent(2)
+        await dc.wait_until(lambda: len(dc.deleted) == 1, what="the preview deleted")
+        await delivered(home)
+        sent = list(dc.sent)
+
+    assert preview.content == "attaching a file…"
+    assert dc.deleted == [(preview.channel_id, preview.id)]
+    assert photo.files == [("chart.png", PNG)]
+    assert len(sent) == 2

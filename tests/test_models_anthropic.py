@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 
@@ -211,3 +212,104 @@ async def test_factory_wraps_anthropic_in_retries(fake_anthropic: FakeAnthropicS
 def test_missing_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         AnthropicModel(ModelConfig(provider="anthropic", model="claude-test"))
+
+
+# -- streaming ---------------------------------------------------------------------------
+
+
+class Deltas:
+    """An ``on_text`` sink that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.pieces.append(text)
+
+
+async def test_a_streamed_request_is_the_same_request_and_gives_the_same_reply(
+    fake_anthropic: FakeAnthropicServer, model: AnthropicModel
+) -> None:
+    fake_anthropic.cache_write_tokens = 40
+    request = ModelRequest(system=SYSTEM, messages=[user("hi there")], tools=[MEMORY_TOOL])
+    whole = await model.complete(request)
+    deltas = Deltas()
+    streamed = await model.complete(dataclasses.replace(request, on_text=deltas))
+
+    plain_body, streamed_body = fake_anthropic.requests
+    assert streamed_body == {**plain_body, "stream": True}  # cache marks included
+    assert streamed == whole
+    assert (streamed.input_tokens, streamed.output_tokens) == (140, 5)
+    assert (streamed.cache_read_tokens, streamed.cache_write_tokens) == (90, 40)
+    assert len(deltas.pieces) == 3  # word by word, as generated
+    assert "".join(deltas.pieces) == streamed.content == "echo: hi there"
+
+
+async def test_a_streamed_tool_call_arrives_whole_and_only_text_is_passed_on(
+    fake_anthropic: FakeAnthropicServer, model: AnthropicModel
+) -> None:
+    args = {"action": "add", "content": "likes green tea"}
+    call_id = fake_anthropic.reply_tool_use("memory", args, text="Noting that.")
+    deltas = Deltas()
+    reply = await model.complete(
+        ModelRequest(
+            system=SYSTEM, messages=[user("remember tea")], tools=[MEMORY_TOOL], on_text=deltas
+        )
+    )
+
+    assert reply.finish_reason == "tool_calls"
+    assert reply.content == "Noting that."
+    [call] = reply.tool_calls
+    assert (call.id, call.name, json.loads(call.arguments)) == (call_id, "memory", args)
+    assert "".join(deltas.pieces) == "Noting that."
+
+
+async def test_model_stream_streams_without_a_sink(fake_anthropic: FakeAnthropicServer) -> None:
+    client = AnthropicModel(dataclasses.replace(config_for(fake_anthropic), stream=True))
+    try:
+        reply = await client.complete(ModelRequest(system=SYSTEM, messages=[user("hi")]))
+    finally:
+        await client.aclose()
+    assert fake_anthropic.requests[0]["stream"] is True
+    assert reply.content == "echo: hi"
+
+
+async def test_an_error_event_mid_stream_is_the_outage_it_names(
+    fake_anthropic: FakeAnthropicServer, model: AnthropicModel
+) -> None:
+    fake_anthropic.fail_stream(text="Half an ans", error_type="overloaded_error")
+    deltas = Deltas()
+    with pytest.raises(ProviderUnavailable) as caught:
+        await model.complete(ModelRequest(system=SYSTEM, messages=[user("hi")], on_text=deltas))
+    assert caught.value.status == 529
+    assert "".join(deltas.pieces) == "Half an ans"
+
+    fake_anthropic.fail_stream(error_type="rate_limit_error")
+    with pytest.raises(RateLimited):
+        await model.complete(ModelRequest(system=SYSTEM, messages=[user("hi")], on_text=deltas))
+    fake_anthropic.fail_stream(error_type="invalid_request_error")
+    with pytest.raises(ModelRequestError):
+        await model.complete(ModelRequest(system=SYSTEM, messages=[user("hi")], on_text=deltas))
+
+
+async def test_a_stream_that_failed_before_any_text_is_retried_not_one_with_text(
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    client = build_model_client(config_for(fake_anthropic))
+    try:
+        fake_anthropic.fail_stream(text="")
+        deltas = Deltas()
+        reply = await client.complete(
+            ModelRequest(system=SYSTEM, messages=[user("hi")], on_text=deltas)
+        )
+        assert reply.content == "echo: hi"
+        assert "".join(deltas.pieces) == "echo: hi"  # nothing shown twice
+
+        fake_anthropic.fail_stream(text="Some words")
+        with pytest.raises(ProviderUnavailable):
+            await client.complete(
+                ModelRequest(system=SYSTEM, messages=[user("hi")], on_text=Deltas())
+            )
+    finally:
+        await client.aclose()
+    assert len(fake_anthropic.requests) == 3  # the second failure was not retried

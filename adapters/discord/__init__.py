@@ -35,6 +35,8 @@ discord:                   # on when DISCORD_BOT_TOKEN is set
   catch_up_max_age: 3600   # seconds of history read after a restart or new session
   watchdog_silence_seconds: 300   # probe after this long without an event (0: off)
   slash_commands: true     # register /new, /status, ... as slash commands
+  streaming: auto          # show replies as they are written (one message, edited); off
+  stream_updates_per_second: 10  # preview edits a second across chats (1 a second per chat)
   max_file_bytes: 20000000
   api_base: https://discord.com/api/v10  # [CHATGATE_DISCORD_API_BASE]
   gateway_url: wss://gateway.discord.gg/  # [CHATGATE_DISCORD_GATEWAY_URL]
@@ -63,6 +65,7 @@ def build(d: DiscordSettings, services: PlatformServices) -> Adapter:
         slash_commands=d.slash_commands,
         cache_dir=services.cache_dir,
         media=services.media,
+        stream_updates_per_second=d.stream_updates_per_second if d.streaming == "auto" else None,
     )
     return DiscordAdapter(options, now=services.now)
 

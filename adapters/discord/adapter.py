@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import discord
@@ -34,9 +33,11 @@ from fastapi import FastAPI
 
 from adapters.discord.buttons import Buttons, Clicks
 from adapters.discord.catchup import CatchUp, Scope
+from adapters.discord.client import RetiringClient, intents
 from adapters.discord.commands import SlashCommands
 from adapters.discord.ingest import Ingester, IngestRules
 from adapters.discord.messages import Access
+from adapters.discord.preview import DiscordPreviews
 from adapters.discord.send import Interactions, ReplySender
 from adapters.discord.watchdog import Watchdog
 from core.errors import ConfigError
@@ -78,53 +79,8 @@ class DiscordOptions:
     slash_commands: bool = True
     cache_dir: Path = Path(".")
     media: MediaStore | None = None  # where the files replies carry are stored
-
-
-def intents(message_content: bool) -> discord.Intents:
-    """Guilds, guild and DM messages, and (privileged) message content."""
-    chosen = discord.Intents.none()
-    chosen.guilds = True
-    chosen.guild_messages = True
-    chosen.dm_messages = True
-    chosen.message_content = message_content
-    return chosen
-
-
-class RetiringClient(discord.Client):
-    """A ``discord.Client`` that, once retired, dispatches no event.
-
-    discord.py holds ``on_ready`` back in a task of its own until no GUILD_CREATE came
-    for ``guild_ready_timeout``, and ``close()`` leaves that task running: a client
-    closed right after READY (a stop, a replaced client) would still dispatch
-    ``on_ready`` to an adapter that has moved on. Every event goes through the public
-    ``dispatch``, so that is where a retired client goes quiet; ``settled`` waits for
-    the held-back READY (which dispatches "connect" first and "ready" last) to be over.
-    """
-
-    def __init__(self, *, intents: discord.Intents, guild_ready_timeout: float) -> None:
-        self._retired = False
-        self._ready_settled = asyncio.Event()  # clear while a READY waits for its guilds
-        self._ready_settled.set()
-        self._hold_seconds = guild_ready_timeout
-        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout)
-
-    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
-        if event == "connect":
-            self._ready_settled.clear()
-        elif event == "ready":
-            self._ready_settled.set()
-        if not self._retired:
-            super().dispatch(event, *args, **kwargs)
-
-    def retire(self) -> None:
-        """From now on, dispatch nothing (call it before ``close()``)."""
-        self._retired = True
-
-    async def settled(self) -> None:
-        """Return once discord.py no longer holds a READY back (bounded by its timeout)."""
-        # After close() no GUILD_CREATE arrives, so the wait ends within one timeout.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready_settled.wait(), 2 * self._hold_seconds)
+    # Replies shown while generated (``adapters.discord.preview``); None: off.
+    stream_updates_per_second: float | None = 10.0
 
 
 Tree = app_commands.CommandTree[discord.Client]
@@ -135,7 +91,6 @@ class DiscordAdapter:
 
     name = "discord"
     push = True
-    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: DiscordOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options
@@ -147,6 +102,7 @@ class DiscordAdapter:
         self._replies = ReplySender(
             lambda: self._client, self._interactions, Buttons(), options.media
         )
+        self.previews = self._previews(options.stream_updates_per_second)
         self._watchdog = Watchdog(
             lambda: self._client, self._heal, silence=options.watchdog_silence_seconds
         )
@@ -191,6 +147,8 @@ class DiscordAdapter:
         o = self.options
         self._inbox = inbox
         self._replies.progress.record = ledger.parts_sent
+        if self.previews is not None:
+            self.previews.start(ledger)
         self._lost()  # nothing was received before now: the first READY catches up
         self._ingester = Ingester(
             lambda: self._client,
@@ -218,6 +176,13 @@ class DiscordAdapter:
             logged_in = False
         self._tasks.spawn(self._run(logged_in), name="connect")
         self._tasks.spawn(self._watchdog.run(lambda: self.healthy), name="watchdog")
+
+    def _previews(self, per_second: float | None) -> DiscordPreviews | None:
+        if per_second is None:
+            return None  # discord.streaming: off: replies arrive whole
+        return DiscordPreviews(
+            lambda: self._client, self._interactions, self._tasks, updates_per_second=per_second
+        )
 
     def install(self, app: FastAPI) -> None:
         return None  # Discord is reached by connecting out: no HTTP routes

@@ -7,6 +7,10 @@ response, the deferred placeholder, then follow-ups) while the interaction lives
 else to the channel. A reply's ``actions`` become buttons under its last message
 (``adapters.discord.buttons``); its files follow its text (``adapters.discord.files``).
 
+A reply that was shown while it was generated (``preview_id``, see
+``adapters.discord.preview``) takes that message over: its first chunk is an edit of
+it (with the buttons, if it is also the last), unless the message is gone.
+
 Nothing twice: each chunk carries a nonce derived from the outbox id, its index and
 its text, which Discord enforces (a resend within minutes returns the first message),
 and chunks already sent before a failure are skipped on the outbox's retry. Rate
@@ -187,6 +191,10 @@ class ReplySender:
     ) -> str:
         interaction = self._interactions.get(msg.reply_to)
         try:
+            if index == 0 and msg.preview_id is not None:
+                taken = await self._take_over(msg, msg.preview_id, chunk, view)
+                if taken is not None:
+                    return taken
             if interaction is not None:
                 try:
                     return await interaction.send(chunk, view)
@@ -207,6 +215,23 @@ class ReplySender:
         except (aiohttp.ClientError, OSError, TimeoutError, RuntimeError) as exc:
             # RuntimeError: the client's session closed under us (it is being replaced).
             raise DeliveryError(f"discord: {exc.__class__.__name__}: {exc}") from exc
+
+    async def _take_over(
+        self, msg: OutboundMessage, preview_id: str, chunk: str, view: discord.ui.View | None
+    ) -> str | None:
+        """Edit the preview message into the first chunk; None when it is gone (deleted
+        meanwhile: the chunk is sent new). An edit to the same text is no error, so a
+        retry after a lost answer edits it again, harmlessly."""
+        if not preview_id.isdigit():
+            return None
+        channel = self._client().get_partial_messageable(int(_target(msg)))
+        try:
+            edited = await channel.get_partial_message(int(preview_id)).edit(
+                content=chunk, allowed_mentions=NO_MENTIONS, view=_view(view)
+            )
+        except discord.NotFound:
+            return None
+        return str(edited.id)
 
     async def _to_channel(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, field_validator
 
 from adapters.platform import ChatPolicySettings, split_commas
+from adapters.streaming_mode import StreamingMode
 
 
 class DiscordSettings(ChatPolicySettings):
@@ -38,6 +39,14 @@ class DiscordSettings(ChatPolicySettings):
     watchdog_silence_seconds: float = Field(default=300, ge=0)
     # Register the chat commands as slash commands at start.
     slash_commands: bool = True
+    # Show replies while they are generated: one message, sent then edited (auto), or
+    # send them whole (off); streaming.enabled: false turns it off too.
+    streaming: StreamingMode = "auto"
+    # Preview edits a second across all chats (each chat gets at most one a second).
+    # Discord allows a bot 50 requests a second in all, and 5 sends or edits per
+    # channel every 5 s: 10 keeps previews to a fifth of the global budget, leaving the
+    # rest to final replies, typing and history reads, so previews never cause a 429.
+    stream_updates_per_second: float = Field(default=10.0, ge=1, le=50)
 
     @field_validator("allowed_users", "allowed_roles", "allowed_channels", mode="before")
     @classmethod

@@ -28,6 +28,7 @@ webhook:
   replay_cache_size: 100000  # signatures remembered for replay refusal; full: 503
   allow_unsigned: false    # start on a non-loopback host without a secret
   sessions_per_user: false # each user of a chat gets their own session
+  streaming: auto          # Accept: text/event-stream gets deltas as generated (off: done only)
   owners: []               # user ids of the bot's owners (approve writes in chat)
   dm_policy: pairing       # not applied: the secret authenticates webhook requests
   group_policy: allowlist  # not applied, as dm_policy
@@ -58,6 +59,7 @@ def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
         replay_cache_size=hook.replay_cache_size,
         sessions_per_user=hook.sessions_per_user,
         media=services.media,
+        streaming=hook.streaming == "auto",
     )
     return WebhookAdapter(options, now=services.now)
 

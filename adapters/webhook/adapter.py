@@ -8,7 +8,8 @@ with ``?wait=false`` it answers 202 and the replies are read from
 for an approval answers a waiting request at once, with ``approvals``; they are decided
 through ``POST /webhook/{route}/approvals/{id}`` (``adapters.webhook.approvals``). Files
 sent with a reply are listed in it and served by ``GET /webhook/{route}/files/{id}``
-(``adapters.webhook.files``).
+(``adapters.webhook.files``). With ``Accept: text/event-stream`` the reply streams as
+Server-Sent Events (``adapters.webhook.streaming``).
 """
 
 from __future__ import annotations
@@ -51,13 +52,20 @@ from adapters.webhook.schema import (
     WebhookTurn,
     parse_body,
 )
+from adapters.webhook.streaming import (
+    STREAM_OPENAPI,
+    Done,
+    EventStreams,
+    queued_body,
+    wants_events,
+)
 from core.access import TurnedAway
 from core.errors import RequestRefused, SignatureError, StoreError, StoreUnavailable
 from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.media.store import MediaStore
 from core.messages import InboundMessage, OutboundMessage
-from core.store.records import Accepted, InboxItem
+from core.store.records import InboxItem
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -91,6 +99,8 @@ class WebhookOptions:
     # Each user of a chat has their own session (the chat is treated as a group).
     sessions_per_user: bool = False
     media: MediaStore | None = None  # where the files replies carry are stored
+    # Server-Sent Events carry the model's deltas (off: only the done event).
+    streaming: bool = True
 
 
 class DirectRoute(APIRoute):
@@ -111,7 +121,6 @@ class WebhookAdapter:
 
     name = "webhook"
     push = False
-    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: WebhookOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options
@@ -119,6 +128,8 @@ class WebhookAdapter:
         self._inbox: Inbox | None = None
         self._ledger: DeliveryLedger | None = None
         self._seen = ReplayCache(options.replay_cache_size)
+        self._events = EventStreams(self._delivered)
+        self.previews = self._events if options.streaming else None
 
     @property
     def healthy(self) -> bool:
@@ -130,6 +141,7 @@ class WebhookAdapter:
 
     async def stop(self) -> None:
         self._inbox = None
+        await self._events.close()
 
     async def send(self, msg: OutboundMessage) -> str | None:
         raise RuntimeError("webhook replies are pulled, never pushed")
@@ -148,7 +160,7 @@ class WebhookAdapter:
             route_class_override=DirectRoute,
             methods=["POST"],
             response_model=WebhookTurn,
-            responses=POST_ERRORS,
+            responses={**POST_ERRORS, **STREAM_OPENAPI},
             openapi_extra=POST_OPENAPI,
             summary="Send a chat message to the agent",
             tags=["webhook"],
@@ -168,8 +180,9 @@ class WebhookAdapter:
         ApprovalRoute(self.name, self._require_inbox, self._read_body).install(app)
         FileRoute(self.name, self._require_inbox, self._read_body, self.options.media).install(app)
 
-    async def post_message(self, request: Request) -> JSONResponse:
-        """Accept one message; with ``wait`` (default) answer with the turn's replies."""
+    async def post_message(self, request: Request) -> Response:
+        """Accept one message; with ``wait`` (default) answer with the turn's replies
+        (as events with ``Accept: text/event-stream``)."""
         # Only ``Request`` as a parameter: FastAPI solving ``route`` and ``wait`` cost ~16
         # microseconds of ~100 a request took in-process.
         try:
@@ -181,16 +194,20 @@ class WebhookAdapter:
             # With a message id, the inbox answers a replay from the first turn.
             _refuse_replay(replayed and parsed.message_id is None)
             msg = self._inbound(route, parsed)
-            accepted = _admitted(await _stored(inbox.accept(msg)))
+            if wait and wants_events(request):
+                return await self._events.stream(
+                    msg.dedup_key,
+                    lambda: _accepted(inbox, msg),
+                    lambda item: self._done(inbox, item),
+                )
+            item = await _accepted(inbox, msg)
         except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
-        queued = {"message_id": msg.platform_message_id, "status": "queued"}
-        if not wait:
-            return JSONResponse(queued, status_code=202)
-        turn = await self._wait(inbox, accepted.item)
-        if turn is None:
-            return JSONResponse(queued, status_code=202)
-        return JSONResponse(turn)
+        done = await self._done(inbox, item) if wait else None
+        if done is None:
+            return JSONResponse(queued_body(item), status_code=202)
+        self._delivered(done[1])
+        return JSONResponse(done[0])
 
     async def get_replies(
         self,
@@ -229,8 +246,9 @@ class WebhookAdapter:
         )
         return JSONResponse(pulled.model_dump())
 
-    async def _wait(self, inbox: Inbox, item: InboxItem) -> dict[str, Any] | None:
-        """The ``WebhookTurn`` body for ``item``, or None if it is not ready in time."""
+    async def _done(self, inbox: Inbox, item: InboxItem) -> Done | None:
+        """The ``WebhookTurn`` body for ``item`` and the replies it hands out, or None if
+        it is not ready in time (the caller records them delivered once it answered)."""
         # Shielded: the turn, and anyone else waiting for it, outlive this timeout.
         # ``shield`` starts a task only when given a coroutine, and ``wait_for`` none
         # when given a future; ``asyncio.timeout`` measured slower here on uvloop.
@@ -242,7 +260,6 @@ class WebhookAdapter:
             return None
         if turn.pending:
             return None  # a redelivery of a message still waiting for its turn
-        self._delivered(turn.replies)
         body: dict[str, Any] = {
             "session_id": turn.session_id,
             "message_id": item.message.platform_message_id,
@@ -252,7 +269,7 @@ class WebhookAdapter:
             body["approvals"] = [
                 {"id": a.id, "tool": a.tool_name, "arguments": a.arguments} for a in turn.approvals
             ]
-        return body
+        return body, turn.replies
 
     def _delivered(self, replies: Sequence[OutboundMessage]) -> None:
         if self._ledger is not None:
@@ -324,11 +341,13 @@ def _refuse_replay(replayed: bool) -> None:
         raise RequestRefused(409, REPLAYED)
 
 
-def _admitted(admission: Accepted | TurnedAway) -> Accepted:
+async def _accepted(inbox: Inbox, msg: InboundMessage) -> InboxItem:
+    """``msg`` committed to the inbox; a refusal (403, 503) is raised."""
+    admission = await _stored(inbox.accept(msg))
     # The route's secret authenticates webhook requests: the core does not gate them.
     if isinstance(admission, TurnedAway):
         raise RequestRefused(403, admission.reply or "not allowed to talk to this agent")
-    return admission
+    return admission.item
 
 
 async def _stored(call: Awaitable[T]) -> T:

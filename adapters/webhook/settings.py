@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 
 from adapters.platform import ChatPolicySettings, Section
+from adapters.streaming_mode import StreamingMode
 
 
 class WebhookRoute(Section):
@@ -37,4 +38,7 @@ class WebhookSettings(ChatPolicySettings):
     # other platforms); otherwise the chat's users share one, and /new and /stop act
     # on it for all of them.
     sessions_per_user: bool = False
+    # With Accept: text/event-stream, send the model's deltas as they come (auto), or
+    # only the done event (off); streaming.enabled: false turns it off too.
+    streaming: StreamingMode = "auto"
     routes: dict[str, WebhookRoute] = Field(default_factory=dict)

@@ -12,9 +12,17 @@ results become ``tool_result`` blocks, and consecutive results are merged into o
 user message as the API expects. Stop reasons are reported in the OpenAI vocabulary
 (``stop``, ``tool_calls``, ``length``) so callers see one set of words.
 
+Streaming (when the request has an ``on_text``, or ``model.stream`` is true) goes
+through the SDK's streaming API with the same request, and each text delta is passed
+to ``on_text``; the SDK folds the events into the same message, so the reply (text,
+tool calls, stop reason, token counts) is what the plain request would have given.
+
 Errors map like the openai provider's: 429 -> RateLimited(retry_after), 5xx and
 connection failures -> ProviderUnavailable, timeouts and 408 -> ModelTimeout, other
-4xx -> ModelRequestError. The SDK's retries are off; ``core.models.retrying`` retries.
+4xx -> ModelRequestError. An ``error`` event inside a stream (the response itself was a
+200) maps as the status its error type stands for (``overloaded_error`` as 529,
+``rate_limit_error`` as 429...). The SDK's retries are off; ``core.models.retrying``
+retries.
 """
 
 from __future__ import annotations
@@ -41,7 +49,15 @@ from core.errors import (
     ModelTimeout,
     ProviderUnavailable,
 )
-from core.models.base import ChatMessage, ModelConfig, ModelReply, ModelRequest, ToolCall, ToolSpec
+from core.models.base import (
+    ChatMessage,
+    ModelConfig,
+    ModelReply,
+    ModelRequest,
+    TextSink,
+    ToolCall,
+    ToolSpec,
+)
 from core.models.status import status_error
 
 PROVIDER = "anthropic"
@@ -51,6 +67,19 @@ _FINISH_REASONS = {
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
+}
+
+# The HTTP status an error type stands for, for an ``error`` event inside a stream.
+_STREAM_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
 }
 
 
@@ -174,13 +203,14 @@ def translate_error(exc: anthropic.AnthropicError) -> ModelError:
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
-    return status_error(
-        PROVIDER, exc.status_code, exc.api_message or exc.message, exc.response.headers
-    )
+    status = exc.status_code
+    if status < 400:  # an error event in a stream that had started well
+        status = _STREAM_ERROR_STATUS.get(exc.type or "", 500)
+    return status_error(PROVIDER, status, exc.api_message or exc.message, exc.response.headers)
 
 
 class AnthropicModel:
-    """A ``ModelClient`` for Anthropic's Messages API (never streams)."""
+    """A ``ModelClient`` for Anthropic's Messages API (streamed: the module docstring)."""
 
     def __init__(self, config: ModelConfig) -> None:
         if not config.api_key:
@@ -207,17 +237,42 @@ class AnthropicModel:
         """Send one request; raise a ``core.errors.ModelError`` on failure."""
         system = system_blocks(request.system)
         tools = to_anthropic_tools(request.tools)
+        messages = to_anthropic_messages(request.messages)
         try:
-            message = await self._client.messages.create(
-                model=self._config.model,
-                max_tokens=self._config.max_tokens,
-                system=system or anthropic.omit,
-                messages=to_anthropic_messages(request.messages),
-                tools=tools or anthropic.omit,
-            )
+            if self._config.stream or request.on_text is not None:
+                message = await self._streamed(system, messages, tools, request.on_text)
+            else:
+                message = await self._client.messages.create(
+                    model=self._config.model,
+                    max_tokens=self._config.max_tokens,
+                    system=system or anthropic.omit,
+                    messages=messages,
+                    tools=tools or anthropic.omit,
+                )
         except anthropic.AnthropicError as exc:
             raise translate_error(exc) from exc
         return reply_from_message(message)
+
+    async def _streamed(
+        self,
+        system: list[TextBlockParam],
+        messages: list[MessageParam],
+        tools: list[ToolParam],
+        on_text: TextSink | None,
+    ) -> Message:
+        """The same request through the SDK's streaming API: each text delta goes to
+        ``on_text``, and the message the SDK assembles from the events is returned."""
+        async with self._client.messages.stream(
+            model=self._config.model,
+            max_tokens=self._config.max_tokens,
+            system=system or anthropic.omit,
+            messages=messages,
+            tools=tools or anthropic.omit,
+        ) as stream:
+            async for text in stream.text_stream:
+                if on_text is not None and text:
+                    await on_text(text)
+            return await stream.get_final_message()
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

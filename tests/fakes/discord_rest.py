@@ -44,7 +44,8 @@ class SentMessage:
     """A message the bot created or edited.
 
     ``via`` is ``"channel"`` (POST /channels/{id}/messages), ``"interaction"`` (a type 4
-    callback), ``"followup"`` (POST /webhooks/...) or ``"edit"`` (PATCH of a message).
+    callback), ``"followup"`` (POST /webhooks/...) or ``"edit"`` (PATCH of a message);
+    ``at`` is when the fake handled it (``time.monotonic()``), to check pacing.
     """
 
     id: str
@@ -55,6 +56,7 @@ class SentMessage:
     interaction_id: str | None
     files: list[tuple[str, bytes]] = field(default_factory=list)
     payload: Json = field(default_factory=dict)
+    at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,7 @@ class RestMixin:
     # what the bot did
     requests: list[ApiRequest]
     sent: list[SentMessage]
+    deleted: list[tuple[str, str]]
     typing: list[str]
     commands: list[Json]
     guild_commands: dict[str, list[Json]]
@@ -329,14 +332,19 @@ class RestMixin:
         if request.method == "GET":
             return message
         if request.method == "DELETE":
-            self.messages[channel["id"]].remove(message)
-            delete = {"id": message["id"], "channel_id": channel["id"]}
-            if "guild_id" in message:
-                delete["guild_id"] = message["guild_id"]
-            self._dispatch("MESSAGE_DELETE", delete)
+            self._remove(message)
+            self.deleted.append((channel["id"], message["id"]))
             return None
         payload, files = body
         return self._edit(message, payload or {}, files, None)
+
+    def _remove(self, message: Json) -> None:
+        """Take ``message`` out of its channel and dispatch MESSAGE_DELETE."""
+        self.messages[message["channel_id"]].remove(message)
+        delete = {"id": message["id"], "channel_id": message["channel_id"]}
+        if "guild_id" in message:
+            delete["guild_id"] = message["guild_id"]
+        self._dispatch("MESSAGE_DELETE", delete)
 
     def _edit(
         self,
@@ -433,6 +441,7 @@ class RestMixin:
                 interaction_id=interaction_id,
                 files=list(files),
                 payload=payload,
+                at=time.monotonic(),
             )
         )
 

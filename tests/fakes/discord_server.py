@@ -31,8 +31,9 @@ and for buttons 6 and 7: acknowledge, or update the message), followups and
 them and kept on the message, ``click`` to press one. Attachments are served under
 ``/attachments/``.
 
-Everything is recorded (``requests``, ``sent``, ``typing``, ``commands``, ``responses``,
-``identifies``, ``resumes``); ``wait_*`` helpers wake on events, never by sleeping.
+Everything is recorded (``requests``, ``sent`` with edits and their times, ``deleted``,
+``typing``, ``commands``, ``responses``, ``identifies``, ``resumes``); ``wait_*`` helpers
+wake on events, never by sleeping. ``delete_message`` is someone else deleting one.
 Faults: ``drop_connection``, ``invalidate_sessions``, ``deaf``, ``ack_heartbeats``,
 ``refuse_connections``, ``fail`` (REST errors, including 429 with Discord's headers) and
 ``interaction_deadline`` (Discord's 3 seconds, shorter in tests).
@@ -156,6 +157,7 @@ class FakeDiscord(GatewayMixin, RestMixin):
         self._dm_channels: dict[str, str] = {}  # user id -> channel id
         # what the bot did
         self.sent: list[SentMessage] = []
+        self.deleted: list[tuple[str, str]] = []  # (channel id, message id) the bot deleted
         self.typing: list[str] = []
         self.commands: list[Json] = []
         self.guild_commands: dict[str, list[Json]] = {}
@@ -397,6 +399,14 @@ class FakeDiscord(GatewayMixin, RestMixin):
         self._store(message)
         self._dispatch("MESSAGE_CREATE", message)
         return message
+
+    def delete_message(self, channel_id: str, message_id: str) -> None:
+        """Someone (a moderator, the person) deletes a message: MESSAGE_DELETE."""
+        message = self._find_message(channel_id, message_id)
+        if message is None:
+            raise KeyError(f"no message {message_id} in channel {channel_id}")
+        self._remove(message)
+        self._notify()
 
     def dm(self, content: str, *, author: Json = DEFAULT_USER, **kw: Any) -> Json:
         """``post()`` into ``author``'s DM channel with the bot."""
