@@ -7,7 +7,8 @@ makes the reply ``Undeliverable`` (and the chat is not tried again until the per
 anything else a ``DeliveryError`` the outbox retries. Chunks already sent before a
 failure are skipped on the retry, after a restart too (``adapters.reply_parts``). A
 reply's ``actions`` become an inline keyboard on its last message
-(``adapters.telegram.buttons``).
+(``adapters.telegram.buttons``). A reply that ends a streamed preview in a group takes
+over the preview's message instead of sending its first part (``adapters.telegram.takeover``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from telegram.error import (
 from adapters.reply_parts import PartProgress
 from adapters.telegram.buttons import Keyboards
 from adapters.telegram.format import Chunk, plain_chunk, render
+from adapters.telegram.takeover import TakeOver
 from core.errors import DeliveryError, DeliveryRateLimited, Undeliverable
 from core.messages import OutboundMessage
 from core.retry import RetryPolicy, retry_async
@@ -47,6 +49,7 @@ class ReplySender:
     def __init__(self, bot: Bot, keyboards: Keyboards) -> None:
         self._bot = bot
         self._keyboards = keyboards
+        self._takeover = TakeOver(bot, RATE_LIMIT_WAITS, rate_limit_pause)
         self.progress = PartProgress()
         # Chats whose person blocked the bot: not tried again until they write again.
         self._unreachable: set[str] = set()
@@ -65,6 +68,10 @@ class ReplySender:
         async def one(index: int, chunk: Chunk) -> str:
             # The buttons go under the last part, where the reply ends.
             markup = keyboard if index == len(chunks) - 1 else None
+            if index == 0 and msg.preview_id:
+                taken = await self._takeover.edit(msg, chunk, markup)
+                if taken is not None:
+                    return taken
             return await self._send_chunk(msg, chunk, msg.reply_to if index == 0 else None, markup)
 
         return await self.progress.send(msg, chunks, one)
@@ -161,3 +168,8 @@ def retry_seconds(exc: RetryAfter) -> float:
     if isinstance(value, timedelta):
         return value.total_seconds()
     return float(value)
+
+
+def rate_limit_pause(exc: RetryAfter) -> float:
+    """How long to wait after ``exc``, at most ``MAX_RETRY_AFTER_SECONDS``."""
+    return min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS)
