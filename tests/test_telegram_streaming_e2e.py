@@ -17,7 +17,13 @@ import pytest
 from core.errors import ConfigError
 from gateway.config import load_settings
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.fakes.telegram_server import DEFAULT_GROUP_ID, DEFAULT_USER, FakeTelegram, Json
+from tests.fakes.telegram_server import (
+    DEFAULT_GROUP_ID,
+    DEFAULT_USER,
+    FakeTelegram,
+    Json,
+    group_chat,
+)
 from tests.test_telegram_e2e import rows, telegram_gateway, until
 
 DM = DEFAULT_USER["id"]
@@ -215,3 +221,22 @@ def test_the_streaming_settings_are_checked(home: Path) -> None:
             load_settings(home, {**token, "CHATGATE_TELEGRAM__STREAM_UPDATES_PER_SECOND": bad})
     (home / "config.yaml").write_text("telegram:\n  streaming: off\n")  # YAML reads a boolean
     assert load_settings(home, token).platform("telegram").streaming == "off"  # type: ignore[attr-defined]
+
+
+async def test_stop_mid_stream_takes_the_group_preview_away(home: Path) -> None:
+    async with (
+        FakeOpenAIServer(token_seconds=TOKEN_SECONDS) as model,
+        FakeTelegram() as tg,
+        telegram_gateway(home, tg, model),
+    ):
+        model.reply_text(LONG_ANSWER)
+        tg.push_update(tg.group_message("tell me a story", mention=True))
+        [preview] = await tg.wait_sent(1)
+        tg.push_update(tg.command_message("stop", chat=group_chat()))
+        await tg.wait_until(lambda: len(tg.deletions) == 1, what="the preview deleted")
+        await tg.wait_sent(2)
+        await until(lambda: delivered(home))
+
+    assert [(d.chat_id, d.message_id) for d in tg.deletions] == [(GROUP, preview.message_id)]
+    assert [m.text for m in tg.sent[1:]] == ["Stopped."]
+    assert all(e.text != LONG_ANSWER for e in tg.edits)
