@@ -109,13 +109,20 @@ class PreviewText:
     def __init__(self) -> None:
         self._words: list[str] = []
         self._line = ""
+        self._after_tool = False
 
     def add(self, delta: str) -> None:
-        self._words.append(delta)
         self._line = ""  # the model writes again: the tool is done
+        if self._after_tool and delta.strip():
+            # A new model message after a tool call starts a paragraph of its own; run
+            # on, it would read "Let me look.Found it."
+            self._after_tool = False
+            delta = "\n\n" + delta.lstrip()
+        self._words.append(delta)
 
     def tool(self, line: str) -> None:
         self._line = line
+        self._after_tool = True
 
     def render(self, limit: int) -> str:
         """At most ``limit`` characters: the end of a longer text, after an ellipsis."""

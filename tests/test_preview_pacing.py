@@ -66,7 +66,7 @@ def test_preview_text_shows_the_tool_line_until_the_model_writes_again() -> None
     text.add(" Found it.")
 
     assert during == "Let me look.\n\nsearching past sessions…"
-    assert text.render(100) == "Let me look. Found it."
+    assert text.render(100) == "Let me look.\n\nFound it."  # the answer's own paragraph
     assert text.render(8) == "…und it."
 
 

@@ -401,7 +401,9 @@ async def test_a_chat_telegram_refuses_is_undeliverable_after_the_fallbacks_sent
     fake_openai.reply_text("\n\n".join(paragraphs))  # about 5,500 characters: 2 messages
     forum = group_chat(-1009990003, is_forum=True, title="Forum")
     refusal = "Bad Request: not enough rights to send text messages to the chat"
-    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai):
+    # Not streamed: a preview message would take the first of the scripted answers.
+    streaming = {"CHATGATE_TELEGRAM__STREAMING": "off"}
+    async with FakeTelegram() as tg, telegram_gateway(home, tg, fake_openai, **streaming):
         tg.fail("sendMessage", status=400, description=refusal, after=1, times=4)
         tg.push_update(tg.topic_message("tell me", thread_id=77, chat=forum, mention=True))
         await until(lambda: bool(rows(home, "SELECT 1 FROM outbox WHERE status = 'failed'")))

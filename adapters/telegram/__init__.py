@@ -36,6 +36,8 @@ telegram:                  # on when TELEGRAM_BOT_TOKEN is set
   max_backlog_age: 3600    # seconds; older queued updates are skipped with one notice
   max_file_bytes: 20000000
   poll_timeout_seconds: 30 # long-poll wait of each getUpdates call (0-50)
+  streaming: auto          # show replies as they grow (DMs: drafts; groups: edits) | off
+  stream_updates_per_second: 20  # preview updates across chats (1/s per chat; Telegram ~30/s)
   base_url: https://api.telegram.org/bot  # [CHATGATE_TELEGRAM_BASE_URL] a local Bot API server
   base_file_url: https://api.telegram.org/file/bot  # [CHATGATE_TELEGRAM_BASE_FILE_URL]
   # bot_token: ...         # [TELEGRAM_BOT_TOKEN] keep it in the environment
@@ -66,6 +68,7 @@ def build(t: TelegramSettings, services: PlatformServices) -> Adapter:
         cache_dir=services.cache_dir,
         poll_timeout_seconds=t.poll_timeout_seconds,
         media=services.media,
+        stream_updates_per_second=t.stream_updates_per_second if t.streaming == "auto" else None,
     )
     return TelegramAdapter(options, now=services.now)
 

@@ -8,14 +8,11 @@
   A second poller on the token (409 Conflict) is reported and retried with backoff.
 - **Webhook mode.** ``setWebhook`` with a secret token; ``POST /telegram/{path}`` on the
   gateway's own app checks ``X-Telegram-Bot-Api-Secret-Token`` in constant time.
-- **Replies.** Markdown becomes text plus entities (``adapters.telegram.format``), split
-  at 4,096 UTF-16 units without cutting an entity; a chunk whose formatting Telegram
-  rejects is resent plain. A reply goes to the message's topic. ``RetryAfter`` waits the
-  given time; a blocked bot (403) makes the reply ``Undeliverable``; other errors leave
-  it in the outbox, retried with backoff. Chunks already sent are not sent again, even
-  after a restart (the outbox records them).
-- **Typing** is shown, refreshed every 4 s, while a turn runs.
-- **Buttons** under a reply, and taps on them (``adapters.telegram.buttons``).
+- **Replies.** Markdown becomes text plus entities, split at 4,096 UTF-16 units, sent to
+  the message's topic (``adapters.telegram.send``: formatting refused is resent plain,
+  ``RetryAfter`` waited out, a blocked bot's reply ``Undeliverable``, no part sent twice).
+- **Typing** while a turn runs (every 4 s); **previews** of replies as they are generated
+  (``adapters.telegram.preview``); **buttons** and taps (``adapters.telegram.buttons``).
 """
 
 from __future__ import annotations
@@ -41,6 +38,7 @@ from telegram.request import HTTPXRequest
 from adapters.attachments import not_downloaded, save_attachment, too_big
 from adapters.telegram.api_errors import retry_seconds
 from adapters.telegram.buttons import Keyboards, Taps
+from adapters.telegram.preview import previews_for
 from adapters.telegram.send import ReplySender
 from adapters.telegram.updates import (
     Access,
@@ -96,6 +94,7 @@ class TelegramOptions:
     cache_dir: Path = Path(".")
     poll_timeout_seconds: int = 30
     media: MediaStore | None = None  # where the files replies carry are stored
+    stream_updates_per_second: float | None = 20.0  # None: replies arrive whole
 
 
 class TelegramAdapter:
@@ -103,7 +102,6 @@ class TelegramAdapter:
 
     name = "telegram"
     push = True
-    previews = None  # replies arrive whole (``core.streaming``)
 
     def __init__(self, options: TelegramOptions, *, now: Callable[[], float] = time.time) -> None:
         self.options = options
@@ -127,6 +125,7 @@ class TelegramAdapter:
         self._taps = Taps(self._bot, keyboards, lambda: self._me, now)
         # Typing is refreshed every 4 s (Telegram shows it for 5).
         self._typing = TypingIndicator(self._send_typing, self._tasks, every=TYPING_EVERY_SECONDS)
+        self.previews = previews_for(self._bot, self._tasks, options.stream_updates_per_second)
         self.healthy = False
 
     # lifecycle
@@ -143,6 +142,8 @@ class TelegramAdapter:
         A token Telegram rejects stops start-up."""
         self._inbox = inbox
         self._replies.progress.record = ledger.parts_sent
+        if self.previews is not None:
+            self.previews.ledger = ledger
         try:
             await self._connect(inbox)
         except InvalidToken as exc:

@@ -37,7 +37,7 @@ async def translated(chat_id: str, call: Callable[[], Awaitable[T]]) -> T:
     try:
         return await call()
     except RetryAfter as exc:
-        pause = min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS)
+        pause = rate_limit_pause(exc)
         raise DeliveryRateLimited("telegram: rate-limited", retry_after=pause) from exc
     except Forbidden as exc:
         raise Undeliverable(f"telegram chat {chat_id}: {exc.message}") from exc
@@ -56,3 +56,8 @@ def retry_seconds(exc: RetryAfter) -> float:
     if isinstance(value, timedelta):
         return value.total_seconds()
     return float(value)
+
+
+def rate_limit_pause(exc: RetryAfter) -> float:
+    """How long to wait after ``exc``, at most ``MAX_RETRY_AFTER_SECONDS``."""
+    return min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS)

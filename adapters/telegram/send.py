@@ -8,6 +8,8 @@ anything else a ``DeliveryError`` the outbox retries. Chunks already sent before
 failure are skipped on the retry, after a restart too (``adapters.reply_parts``). A
 reply's ``actions`` become an inline keyboard on its last message
 (``adapters.telegram.buttons``); its files are parts of their own (``adapters.telegram.files``).
+A reply that ends a streamed preview in a group takes over the preview's message instead
+of sending its first part (``adapters.telegram.takeover``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ from telegram.error import (
 )
 
 from adapters.reply_parts import PartProgress
-from adapters.telegram.api_errors import MAX_RETRY_AFTER_SECONDS, RATE_LIMIT_WAITS, retry_seconds
+from adapters.telegram.api_errors import (
+    RATE_LIMIT_WAITS,
+    rate_limit_pause,
+)
 from adapters.telegram.buttons import Keyboards
 from adapters.telegram.files import FilePart, FileSender, reply_parts
 from adapters.telegram.format import Chunk, plain_chunk, render
+from adapters.telegram.takeover import TakeOver
 from core.errors import DeliveryError, DeliveryRateLimited, Undeliverable
 from core.media.store import MediaStore
 from core.messages import OutboundMessage
@@ -45,6 +51,7 @@ class ReplySender:
         self._bot = bot
         self._keyboards = keyboards
         self._files = FileSender(bot, media)
+        self._takeover = TakeOver(bot, RATE_LIMIT_WAITS, rate_limit_pause)
         self.progress = PartProgress()
         # Chats whose person blocked the bot: not tried again until they write again.
         self._unreachable: set[str] = set()
@@ -67,6 +74,10 @@ class ReplySender:
                 return await self._files.send(msg, chunk, msg.reply_to if index == 0 else None)
             # The buttons go under the last part, where the reply ends.
             markup = keyboard if chunk is chunks[-1] else None
+            if index == 0 and msg.preview_id:
+                taken = await self._takeover.edit(msg, chunk, markup)
+                if taken is not None:
+                    return taken
             return await self._send_chunk(msg, chunk, msg.reply_to if index == 0 else None, markup)
 
         return await self.progress.send(msg, parts, one)
@@ -118,7 +129,7 @@ class ReplySender:
                 reply_markup=markup,
             )
         except RetryAfter as exc:
-            pause = min(retry_seconds(exc), MAX_RETRY_AFTER_SECONDS)
+            pause = rate_limit_pause(exc)
             raise DeliveryRateLimited("telegram: rate-limited", retry_after=pause) from exc
         except Forbidden as exc:
             self._unreachable.add(msg.chat_id)

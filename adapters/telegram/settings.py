@@ -33,11 +33,25 @@ class TelegramSettings(ChatPolicySettings):
     allow_all_users: bool = False
     max_file_bytes: int = Field(default=20_000_000, ge=0)
     poll_timeout_seconds: int = Field(default=30, ge=0, le=50)
+    # Show replies while they are generated (drafts in private chats, an edited message
+    # in groups); the global ``streaming.enabled: false`` wins.
+    streaming: Literal["auto", "off"] = "auto"
+    # Preview updates the bot may make a second, across all chats (Telegram allows a bot
+    # about 30 messages a second; each chat gets at most one update a second).
+    stream_updates_per_second: float = Field(default=20.0, gt=0, le=30)
 
     @field_validator("allowed_users", "allowed_chats", mode="before")
     @classmethod
     def _comma_list(cls, value: object) -> object:
         return split_commas(value)
+
+    @field_validator("streaming", mode="before")
+    @classmethod
+    def _on_off(cls, value: object) -> object:
+        # YAML reads a bare ``off`` (and ``on``) as a boolean.
+        if isinstance(value, bool):
+            return "auto" if value else "off"
+        return value
 
     @property
     def enabled(self) -> bool:

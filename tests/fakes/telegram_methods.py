@@ -2,7 +2,8 @@
 
 ``getMe``, ``sendMessage`` (an inline keyboard checked by ``telegram_buttons``) and
 ``editMessageText`` (with ``telegram_checks``'s text and entity checks, forum thread and
-reply-target checks, blocked chats answered 403),
+reply-target checks, blocked chats answered 403; an edit keeps the keyboard it is given
+and drops one it is not, and an edit that changes nothing is refused as "not modified"),
 ``sendChatAction``, ``setMyCommands``/``getMyCommands``/``deleteMyCommands`` per scope and
 language, ``getFile`` for registered files, and ``close``/``logOut``. What the bot did is
 recorded as ``SentMessage``, ``Edit`` and ``ChatAction``. The update side (``getUpdates``
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,8 @@ class Edit:
     text: str
     entities: list[Json] | None
     parse_mode: str | None
+    reply_markup: Json | None = None  # the inline keyboard under it afterwards, if any
+    at: float = field(default_factory=time.monotonic)  # when the fake received it
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +149,10 @@ class MethodsMixin:
         original = self.messages.get(key)
         if original is None or original.get("from", {}).get("id") != self.bot_id:
             raise ApiError(400, "Bad Request: message to edit not found")
-        if original.get("text") == text and original.get("entities") == entities:
+        markup = checked_markup(params)
+        keyboard = markup if markup is not None and "inline_keyboard" in markup else None
+        unchanged = (original.get("text"), original.get("entities"), original.get("reply_markup"))
+        if unchanged == (text, entities, keyboard):
             raise ApiError(
                 400,
                 "Bad Request: message is not modified: specified new message content and "
@@ -154,11 +160,13 @@ class MethodsMixin:
                 "of the message",
             )
         updated = {**original, "text": text, "edit_date": int(time.time())}
-        updated.pop("entities", None)
-        if entities:
-            updated["entities"] = entities
+        # Telegram drops the keyboard of a message edited without one.
+        for name, value in (("entities", entities), ("reply_markup", keyboard)):
+            updated.pop(name, None)
+            if value:
+                updated[name] = value
         self.messages[key] = updated
-        self.edits.append(Edit(chat["id"], key[1], text, entities, parse_mode))
+        self.edits.append(Edit(chat["id"], key[1], text, entities, parse_mode, keyboard))
         return updated
 
     async def _send_chat_action(self, params: Json) -> bool:

@@ -20,16 +20,19 @@ multipart bodies, method names case-insensitive as in Telegram):
 * ``sendMessage`` and ``editMessageText`` with Telegram's validation (empty text, more
   than 4096 UTF-16 code units, entities out of bounds or malformed, a simple MarkdownV2
   reserved-character check, ``message_thread_id`` outside a forum, unknown reply target);
+* streamed previews: ``sendMessageDraft`` (private chats) and ``deleteMessage``
+  (``tests.fakes.telegram_drafts``);
 * inline keyboards (``reply_markup``, kept on the message), ``answerCallbackQuery`` and
   ``editMessageReplyMarkup``, and ``tap`` to build the update a tap on a button makes;
 * ``sendChatAction``, ``setMyCommands``, ``getMyCommands``, ``deleteMyCommands``,
   ``getFile`` (registered files), ``close`` and ``logOut``;
 * file downloads under ``/file/bot{token}/{file_path}``.
 
-Everything is recorded (``requests``, ``calls``, ``sent``, ``edits``, ``actions``,
-``commands``, ``webhook``, ``callback_answers``, ``markup_edits``); ``wait_*`` helpers wake
-on events, never by sleeping.
-Failures are injected per method (``fail``) and per chat (``block_chat``).
+Everything is recorded (``requests``, each with its receive time, ``calls``, ``sent``,
+``edits``, ``drafts``, ``deletions``, ``actions``, ``commands``, ``webhook``,
+``callback_answers``, ``markup_edits``); ``wait_*`` helpers wake on events, never by
+sleeping. Failures are injected per method (``fail``; a 429 with ``flood=True`` also holds
+its chat, as Telegram's flood control does) and per chat (``block_chat``).
 
 The server itself is a ``tests.fakes.loopback.LoopbackServer``. This module is the
 facade (routing, recorded state, waits, failure injection) and re-exports what tests
@@ -44,9 +47,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
@@ -58,6 +63,7 @@ from starlette.routing import Route
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.telegram_buttons import ButtonsMixin, CallbackAnswer, MarkupEdit
 from tests.fakes.telegram_checks import MAX_MESSAGE_UTF16
+from tests.fakes.telegram_drafts import Deletion, Draft, DraftsMixin
 from tests.fakes.telegram_media import MediaSendsMixin, SentFile
 from tests.fakes.telegram_methods import (
     MAX_DOWNLOAD_BYTES,
@@ -111,6 +117,8 @@ __all__ = [
     "ApiError",
     "CallbackAnswer",
     "ChatAction",
+    "Deletion",
+    "Draft",
     "Edit",
     "FakeTelegram",
     "Failure",
@@ -138,20 +146,25 @@ class Failure:
     status: int
     description: str
     retry_after: int | None = None
+    flood: bool = False  # a 429 that holds its chat for ``retry_after`` seconds
 
 
 @dataclass(frozen=True, slots=True)
 class ApiCall:
-    """One request as the fake received it: canonical method name and decoded parameters."""
+    """One request as the fake received it: canonical method name, decoded parameters
+    and when it arrived (``time.monotonic()``)."""
 
     method: str
     params: Json
+    at: float = field(default_factory=time.monotonic)
 
 
 # -- the fake -----------------------------------------------------------------------------
 
 
-class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, MessageBuildersMixin):
+class FakeTelegram(
+    UpdatesMixin, MethodsMixin, MediaSendsMixin, DraftsMixin, ButtonsMixin, MessageBuildersMixin
+):
     """A scripted Telegram Bot API server; use as ``async with``.
 
     ``token`` is the only token accepted (others get 401); the bot's id is the token's
@@ -174,6 +187,8 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, Me
         self.sent: list[SentMessage] = []
         self.sent_files: list[SentFile] = []
         self.edits: list[Edit] = []
+        self.drafts: list[Draft] = []
+        self.deletions: list[Deletion] = []
         self.actions: list[ChatAction] = []
         self.webhook = WebhookState()
         self.command_sets: dict[tuple[str, str], list[Json]] = {}
@@ -190,6 +205,7 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, Me
         self.markup_edits: list[MarkupEdit] = []
         self._query_ids = itertools.count(4_417_000_000_000_000_001)
         self._failures: dict[str, deque[Failure | None]] = {}  # None: let one through
+        self._flooded: dict[str, float] = {}  # chat id -> monotonic time its hold ends
         self._update_ids = itertools.count(first_update_id)
         self._message_ids = itertools.count(1)
         self._file_ids = itertools.count(1)
@@ -209,6 +225,8 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, Me
             "sendDocument": self._send_document,
             "sendVoice": self._send_voice,
             "editMessageText": self._edit_message_text,
+            "sendMessageDraft": self._send_message_draft,
+            "deleteMessage": self._delete_message,
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "answerCallbackQuery": self._answer_callback_query,
             "sendChatAction": self._send_chat_action,
@@ -373,20 +391,22 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, Me
         description: str | None = None,
         times: int = 1,
         after: int = 0,
+        flood: bool = False,
     ) -> None:
         """Answer the next ``times`` calls of ``method`` with an error (queued in order),
         once ``after`` more calls have succeeded.
 
-        429 carries ``parameters.retry_after`` (default 1 s). Default descriptions are
-        Telegram's: 409 is the "terminated by other getUpdates request" conflict, 403
-        "bot was blocked by the user", 5xx the plain HTTP phrases.
+        429 carries ``parameters.retry_after`` (default 1 s); with ``flood``, every call
+        to the same chat is then answered 429 (with the pause left) until it is over.
+        Default descriptions are Telegram's: 409 is the "terminated by other getUpdates
+        request" conflict, 403 "bot was blocked by the user", 5xx the plain HTTP phrases.
         """
         if status == 429:
             retry_after = 1 if retry_after is None else retry_after
             default = f"Too Many Requests: retry after {retry_after}"
         else:
             default = DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
-        failure = Failure(status, description or default, retry_after)
+        failure = Failure(status, description or default, retry_after, flood and status == 429)
         name = self._canonical.get(method.lower(), method)
         self._failures.setdefault(name, deque()).extend([None] * after + [failure] * times)
 
@@ -420,7 +440,7 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, Me
             self._notify()
             return error_response(ApiError(404, "Not Found"))
         try:
-            self._raise_injected(name)
+            self._raise_injected(name, params)
             result = await self._handlers[name](params)
         except ApiError as error:
             return error_response(error)
@@ -428,12 +448,20 @@ class FakeTelegram(UpdatesMixin, MethodsMixin, MediaSendsMixin, ButtonsMixin, Me
             self._notify()
         return JSONResponse({"ok": True, "result": result})
 
-    def _raise_injected(self, name: str) -> None:
+    def _raise_injected(self, name: str, params: Json) -> None:
+        chat = str(params.get("chat_id", ""))
+        left = self._flooded.get(chat, 0.0) - time.monotonic() if chat else 0.0
+        if left > 0:
+            seconds = math.ceil(left)
+            raise ApiError(429, f"Too Many Requests: retry after {seconds}", seconds)
         queue = self._failures.get(name)
         if queue:
             failure = queue.popleft()
-            if failure is not None:
-                raise ApiError(failure.status, failure.description, failure.retry_after)
+            if failure is None:
+                return
+            if failure.flood and chat and failure.retry_after:
+                self._flooded[chat] = time.monotonic() + failure.retry_after
+            raise ApiError(failure.status, failure.description, failure.retry_after)
 
     async def _download(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
