@@ -5,11 +5,16 @@ Each reader is one kind of file; the order is the order they are asked.
 
 from __future__ import annotations
 
+from core.media.image_reader import ImageReader
 from core.media.intake import AttachmentReader, MediaIntake
+from core.media.store import MediaStore
 from gateway.settings import Settings
 
 
 def build_intake(settings: Settings) -> MediaIntake:
     """The intake for these settings."""
-    readers: list[AttachmentReader] = []
+    media = MediaStore(settings.media_dir)
+    readers: list[AttachmentReader] = [
+        ImageReader(media, vision=settings.model.vision),
+    ]
     return MediaIntake(readers)
