@@ -118,7 +118,9 @@ def _reencoded(image: Image.Image) -> PreparedImage:
             if len(data) <= MAX_BYTES:
                 return PreparedImage(data, SENT_FORMATS[fmt], *flat.size)
         width, height = flat.size
-        flat = flat.resize((max(1, width * 3 // 4), max(1, height * 3 // 4)), Image.Resampling.LANCZOS)
+        flat = flat.resize(
+            (max(1, width * 3 // 4), max(1, height * 3 // 4)), Image.Resampling.LANCZOS
+        )
     raise ImageUnreadable(f"it does not fit in {MAX_BYTES:,} bytes even made smaller")
 
 
