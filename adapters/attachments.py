@@ -10,7 +10,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from core.messages import Attachment
+from core.messages import Attachment, AttachmentKind
 
 
 def too_big(name: str) -> str:
@@ -22,14 +22,15 @@ def not_downloaded(name: str) -> str:
 
 
 async def save_attachment(
-    folder: Path, unique: str, name: str, mime: str, data: bytes
+    folder: Path, unique: str, name: str, mime: str, data: bytes, kind: AttachmentKind = "file"
 ) -> tuple[Attachment, str]:
     """Write ``data`` under ``folder`` (off the event loop: a big file must not stall
-    every chat); return the attachment and the note that names it to the agent."""
+    every chat); return the attachment (of ``kind``, as the platform said) and the note
+    that names it to the agent."""
     path = folder / re.sub(r"[^A-Za-z0-9._-]", "_", f"{unique}-{name}")[:200]
     await asyncio.to_thread(_write_file, path, data)
     note = f"[attached {name} ({mime}, {len(data):,} bytes): {path}]"
-    return Attachment(str(path), mime, name, len(data)), note
+    return Attachment(str(path), mime, name, len(data), kind), note
 
 
 def _write_file(path: Path, data: bytes) -> None:

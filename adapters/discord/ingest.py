@@ -7,7 +7,8 @@
   refusal an hour; history read by the catch-up never refuses.
 - **Roles in history.** Messages read from history carry no roles; when roles could
   admit their author, the member record is fetched before refusing.
-- **Attachments** are downloaded (up to a size cap) and named in the text.
+- **Attachments** are downloaded (up to a size cap) and named in the text; images
+  (an ``image/*`` content type) are marked so, for a vision model.
 - **Typing** shows while turns of the channel are running, one loop per channel.
 """
 
@@ -28,7 +29,8 @@ from adapters.discord.send import usable
 from adapters.typing_indicator import TypingIndicator
 from core.access import TurnedAway
 from core.inbox import Inbox
-from core.messages import Attachment, InboundMessage
+from core.media.images import is_image_mime
+from core.messages import Attachment, AttachmentKind, InboundMessage
 from core.store.records import Accepted
 from core.tasks import TaskSet
 
@@ -206,10 +208,11 @@ class Ingester:
                 notes.append(too_big(file.filename))
                 continue
             mime = file.content_type or "application/octet-stream"
+            kind: AttachmentKind = "image" if is_image_mime(mime) else "file"
             try:
                 data = await file.read()
                 attachment, note = await save_attachment(
-                    folder, str(file.id), file.filename, mime, data
+                    folder, str(file.id), file.filename, mime, data, kind
                 )
             except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
                 log.warning("discord: could not download %s: %s", file.filename, exc)

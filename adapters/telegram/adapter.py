@@ -362,7 +362,7 @@ class TelegramAdapter:
                     continue
                 data = await file.download_as_bytearray()
                 attachment, note = await save_attachment(
-                    folder, file.file_unique_id, ref.name, ref.mime_type, bytes(data)
+                    folder, file.file_unique_id, ref.name, ref.mime_type, bytes(data), ref.kind
                 )
             except (TelegramError, OSError) as exc:
                 log.warning("telegram: could not download %s: %s", ref.name, exc)

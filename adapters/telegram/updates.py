@@ -12,7 +12,8 @@ agent, ignored (and why), too old, or from someone not allowed.
 - In groups the bot answers when mentioned (``@name`` or a text mention), replied to,
   or sent ``/command@name``; ``require_mention: false`` answers every message but
   ``/command@otherbot``, which is another bot's.
-- Captions count as text; photos and documents are listed for download.
+- Captions count as text; photos and documents are listed for download (photos and
+  image documents as images, for a vision model).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from telegram import Message, MessageEntity, Update, User
+
+from core.media.images import is_image_mime
+from core.messages import AttachmentKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +70,7 @@ class FileRef:
     name: str
     mime_type: str
     size: int | None
+    kind: AttachmentKind = "file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,12 +206,14 @@ def _files(message: Message) -> list[FileRef]:
     if message.photo:
         largest = max(message.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
         name = f"photo-{largest.file_unique_id}.jpg"
-        files.append(FileRef(largest.file_id, name, "image/jpeg", largest.file_size))
+        files.append(FileRef(largest.file_id, name, "image/jpeg", largest.file_size, "image"))
     document = message.document
     if document is not None:
         name = document.file_name or f"document-{document.file_unique_id}"
         mime = document.mime_type or "application/octet-stream"
-        files.append(FileRef(document.file_id, name, mime, document.file_size))
+        # An image sent as a file (uncompressed) is still shown to a vision model.
+        kind: AttachmentKind = "image" if is_image_mime(mime) else "file"
+        files.append(FileRef(document.file_id, name, mime, document.file_size, kind))
     return files
 
 
