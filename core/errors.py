@@ -47,8 +47,8 @@ ChatgateError                  every error chatgate raises on purpose
 ├── CatchUpIncomplete          a history catch-up pass left something unread or unstored;
 │                              it should run again
 ├── McpUnavailable             an MCP server cannot be reached or used now (``server``)
-└── ImageUnreadable            an image cannot be decoded or prepared for a model (why,
-                               for a person)
+└── ImageUnreadable            an image cannot be fetched, decoded or prepared for a model
+                               (why, for a person)
 
 Each adapter and model client translates its library's errors into these at its own
 boundary, so the rest of the code catches narrow types and never inspects class names.
@@ -403,5 +403,5 @@ class McpUnavailable(ChatgateError):
 
 
 class ImageUnreadable(ChatgateError):
-    """An image cannot be decoded or prepared for a model; the message says why, in
-    words for the person who sent it."""
+    """An image cannot be fetched, decoded or prepared for a model; the message says why,
+    in words for the person who sent it."""

@@ -1,9 +1,10 @@
 """Webhook adapter: any system that can POST JSON talks to the agent.
 
 ``POST /webhook/{route}`` accepts ``{"chat_id", "user_id", "text", "message_id"?,
-"user_name"?, "thread_id"?}``. The message is committed to the inbox before any
-answer; by default the request then waits for the turn and returns its replies,
-with ``?wait=false`` it answers 202 and the replies are read from
+"user_name"?, "thread_id"?, "attachments"?}`` (images: ``adapters.webhook.images``).
+The message is committed to the inbox before any answer; by default the request then
+waits for the turn and returns its replies, with ``?wait=false`` it answers 202 and the
+replies are read from
 ``GET /webhook/{route}/chats/{chat_id}/replies?after=<cursor>``. A turn that pauses
 for an approval answers a waiting request at once, with ``approvals``; they are decided
 through ``POST /webhook/{route}/approvals/{id}`` (``adapters.webhook.approvals``).
@@ -19,6 +20,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path as FsPath
 from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, Path, Query, Request
@@ -33,6 +35,7 @@ from adapters.webhook.auth import (
     request_target,
     verify,
 )
+from adapters.webhook.images import with_images
 from adapters.webhook.replay import ReplayCache
 from adapters.webhook.schema import (
     ID_MAX,
@@ -77,7 +80,7 @@ class WebhookOptions:
 
     secret: str | None = field(default=None, repr=False)
     route_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
-    max_body_bytes: int = 1_048_576
+    max_body_bytes: int = 8 * 1024 * 1024
     max_skew_seconds: float = 300.0
     wait_timeout_seconds: float = 120.0
     # Also accept the old signature over timestamp and body only.
@@ -86,6 +89,9 @@ class WebhookOptions:
     replay_cache_size: int = 100_000
     # Each user of a chat has their own session (the chat is treated as a group).
     sessions_per_user: bool = False
+    # Images sent with messages are saved under <cache_dir>/webhook/.
+    cache_dir: FsPath = FsPath("cache")
+    fetch_private_urls: bool = False
 
 
 class DirectRoute(APIRoute):
@@ -175,6 +181,9 @@ class WebhookAdapter:
             # With a message id, the inbox answers a replay from the first turn.
             _refuse_replay(replayed and parsed.message_id is None)
             msg = self._inbound(route, parsed)
+            # A stranger's images are never fetched: the policy is asked first.
+            if parsed.attachments and await self._admits(inbox, msg):
+                msg = await self._with_images(msg, parsed)
             accepted = _admitted(await _stored(inbox.accept(msg)))
         except RequestRefused as problem:
             return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
@@ -293,6 +302,15 @@ class WebhookAdapter:
         # digest's 32 bytes are kept, not its hex (half the cache's memory).
         digest = bytes.fromhex(signature.decode()[len(PREFIX) :])
         return self._seen.seen(digest, now=now, expires_at=int(timestamp or 0) + skew)
+
+    async def _admits(self, inbox: Inbox, msg: InboundMessage) -> bool:
+        admitted: bool = await _stored(inbox.admits(msg))
+        return admitted
+
+    async def _with_images(self, msg: InboundMessage, body: WebhookMessage) -> InboundMessage:
+        folder = self.options.cache_dir / self.name
+        private = self.options.fetch_private_urls
+        return await with_images(msg, body.attachments, folder, fetch_private=private)
 
     def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
         message_id = body.message_id or f"auto-{secrets.token_hex(12)}"
