@@ -4,11 +4,13 @@ Enough for the real ``anthropic`` client: ``POST /v1/messages`` records each req
 body in ``requests`` and answers with the next scripted step; with the script empty
 it answers ``echo: <last user text>``. Every answer reports 10 fresh input tokens
 plus ``cache_read_tokens`` read from and ``cache_write_tokens`` written to the
-prompt cache (90 and 0 unless a test sets them).
+prompt cache (90 and 0 unless a test sets them). Image blocks are checked as the API
+checks them (base64 source, a type it takes); ``image_blocks`` reads them back.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 from collections import deque
@@ -24,6 +26,7 @@ from starlette.routing import Route
 from tests.fakes.loopback import LoopbackServer
 
 Json = dict[str, Any]
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,10 @@ class FakeAnthropicServer:
     async def _messages(self, request: Request) -> Response:
         body: Json = await request.json()
         self.requests.append(body)
+        problem = _bad_image_block(body)
+        if problem:  # as the API answers a malformed image block
+            error = {"type": "invalid_request_error", "message": problem}
+            return JSONResponse({"type": "error", "error": error}, status_code=400)
         step = self._script.popleft() if self._script else None
         if isinstance(step, _Failure):
             return _error_response(step)
@@ -129,8 +136,44 @@ def _last_user_text(body: Json) -> str:
     for message in reversed(body.get("messages", [])):
         if message.get("role") == "user":
             content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
+            if isinstance(content, str):
+                return content
+            texts = [b["text"] for b in content if b.get("type") == "text"]
+            return "\n".join(texts) if texts else json.dumps(content)
     return ""
+
+
+def image_blocks(body: Json, *, message: int | None = None) -> list[tuple[str, bytes]]:
+    """The image blocks of a recorded request's user messages, in order, as (media type,
+    bytes) (of the message at index ``message`` only, when given)."""
+    messages = body.get("messages", [])
+    chosen = messages if message is None else [messages[message]]
+    return [
+        (block["source"]["media_type"], base64.b64decode(block["source"]["data"]))
+        for entry in chosen
+        if isinstance(entry.get("content"), list)
+        for block in entry["content"]
+        if block.get("type") == "image"
+    ]
+
+
+def _bad_image_block(body: Json) -> str | None:
+    """What the Messages API would refuse in the request's image blocks, if anything."""
+    for entry in body.get("messages", []):
+        content = entry.get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "text" and not block.get("text"):
+                return "text content blocks must be non-empty"
+            if block.get("type") != "image":
+                continue
+            source = block.get("source") or {}
+            if source.get("type") != "base64" or source.get("media_type") not in IMAGE_TYPES:
+                return f"image source not supported: {source.get('type')}"
+            try:
+                base64.b64decode(source.get("data", ""), validate=True)
+            except ValueError:
+                return "image data is not valid base64"
+    return None
 
 
 def _error_response(failure: _Failure) -> Response:
