@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import io
+import random
 import struct
 import zlib
 
 from PIL import Image
 
 
+def noise(width: int, height: int, *, seed: int = 1) -> Image.Image:
+    """Grey noise, the same for the same seed (Pillow's own noise is not)."""
+    return Image.frombytes("L", (width, height), random.Random(seed).randbytes(width * height))
+
+
 def photo(width: int, height: int, *, seed: int = 1) -> Image.Image:
     """A photo-like picture: gradients with some fine detail, so JPEG has work to do."""
     gradient = Image.linear_gradient("L").resize((width, height))
-    noise = Image.effect_noise((width, height), 40 + seed % 20)
-    red = Image.blend(gradient, noise, 0.3)
+    grain = noise(width, height, seed=seed)
+    red = Image.blend(gradient, grain, 0.3)
     green = gradient.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-    blue = noise.point(lambda v: (v + seed * 37) % 256)
+    blue = Image.blend(gradient, grain, 0.1).transpose(Image.Transpose.FLIP_TOP_BOTTOM)
     return Image.merge("RGB", (red, green, blue))
 
 

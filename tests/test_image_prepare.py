@@ -10,7 +10,16 @@ from PIL import Image
 
 from core.errors import ImageUnreadable
 from core.media.images import MAX_BYTES, MAX_EDGE, is_image_mime, prepare_image
-from tests.image_files import encoded, format_of, jpeg, photo, png, png_claiming, size_of
+from tests.image_files import (
+    encoded,
+    format_of,
+    jpeg,
+    noise,
+    photo,
+    png,
+    png_claiming,
+    size_of,
+)
 
 ORIENTATION = 0x0112
 GPS = 0x8825
@@ -85,8 +94,8 @@ def test_an_animation_is_sent_as_its_first_frame() -> None:
 def test_a_detailed_image_is_made_to_fit_the_byte_limit() -> None:
     # Noise in four channels: PNG (for the transparency) cannot squeeze it.
     side = 1100
-    noise = Image.merge("RGBA", [Image.effect_noise((side, side), 100 + n) for n in range(4)])
-    data = encoded(noise, "PNG", compress_level=1)
+    grain = Image.merge("RGBA", [noise(side, side, seed=n) for n in range(4)])
+    data = encoded(grain, "PNG", compress_level=1)
     assert len(data) > MAX_BYTES
 
     prepared = prepare_image(data)
