@@ -46,9 +46,7 @@ ChatgateError                  every error chatgate raises on purpose
 ├── SignatureError             a webhook request is not signed correctly (no secrets in it)
 ├── CatchUpIncomplete          a history catch-up pass left something unread or unstored;
 │                              it should run again
-├── McpUnavailable             an MCP server cannot be reached or used now (``server``)
-└── ImageUnreadable            an image cannot be fetched, decoded or prepared for a model
-                               (why, for a person)
+└── McpUnavailable             an MCP server cannot be reached or used now (``server``)
 
 Each adapter and model client translates its library's errors into these at its own
 boundary, so the rest of the code catches narrow types and never inspects class names.
@@ -400,8 +398,3 @@ class McpUnavailable(ChatgateError):
         super().__init__(f"MCP server {server!r}: {reason}")
         self.server = server
         self.reason = reason
-
-
-class ImageUnreadable(ChatgateError):
-    """An image cannot be fetched, decoded or prepared for a model; the message says why,
-    in words for the person who sent it."""

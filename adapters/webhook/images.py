@@ -26,13 +26,14 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from adapters.attachments import save_attachment
 from adapters.webhook.schema import MAX_IMAGE_BYTES, WebhookAttachment
-from core.errors import ImageUnreadable
+from core.media.images import Refused
 from core.messages import Attachment, InboundMessage
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,11 @@ FETCH_SECONDS = 10.0
 MAX_REDIRECTS = 3
 SUFFIXES = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp"}
 PRIVATE = "it points at a private, loopback or link-local address (webhook.fetch_private_urls)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Redirect:
+    location: str
 
 
 async def with_images(
@@ -55,11 +61,10 @@ async def with_images(
     notes: list[str] = []
     for number, image in enumerate(images, 1):
         name = f"image-{number}{SUFFIXES[image.mime]}"
-        try:
-            data = await _image_bytes(image, fetch_private=fetch_private)
-        except ImageUnreadable as exc:
-            log.warning("webhook: image %d not fetched: %s", number, exc)
-            notes.append(f"[{name} from {_shown(image.url)} could not be fetched: {exc}]")
+        data = await _image_bytes(image, fetch_private=fetch_private)
+        if isinstance(data, Refused):
+            log.warning("webhook: image %d not fetched: %s", number, data.reason)
+            notes.append(f"[{name} from {_shown(image.url)} could not be fetched: {data.reason}]")
             continue
         unique = hashlib.sha256(data).hexdigest()[:16]
         attachment, note = await save_attachment(folder, unique, name, image.mime, data, "image")
@@ -69,7 +74,7 @@ async def with_images(
     return dataclasses.replace(msg, text=text, attachments=tuple(attachments))
 
 
-async def _image_bytes(image: WebhookAttachment, *, fetch_private: bool) -> bytes:
+async def _image_bytes(image: WebhookAttachment, *, fetch_private: bool) -> bytes | Refused:
     if image.data_base64:
         return base64.b64decode(image.data_base64, validate=True)  # the schema checked it
     return await fetch_image(image.url, fetch_private=fetch_private)
@@ -80,9 +85,8 @@ def _shown(url: str) -> str:
     return url.split("?", 1)[0].split("#", 1)[0]
 
 
-async def fetch_image(url: str, *, fetch_private: bool = False) -> bytes:
-    """The body ``url`` answers (see the module docstring); ``ImageUnreadable`` says why
-    there is none."""
+async def fetch_image(url: str, *, fetch_private: bool = False) -> bytes | Refused:
+    """The body ``url`` answers (see the module docstring), or why there is none."""
     try:
         async with (
             asyncio.timeout(FETCH_SECONDS),
@@ -90,65 +94,67 @@ async def fetch_image(url: str, *, fetch_private: bool = False) -> bytes:
         ):
             target = httpx.URL(url)
             for _ in range(MAX_REDIRECTS + 1):
-                data, location = await _get(client, target, fetch_private=fetch_private)
-                if location is None:
-                    return data
-                target = target.join(location)
+                got = await _get(client, target, fetch_private=fetch_private)
+                if not isinstance(got, _Redirect):
+                    return got
+                target = target.join(got.location)
     except TimeoutError:
-        raise ImageUnreadable(f"no answer within {FETCH_SECONDS:g} seconds") from None
+        return Refused(f"no answer within {FETCH_SECONDS:g} seconds")
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise ImageUnreadable(f"the request failed ({type(exc).__name__})") from None
-    raise ImageUnreadable(f"more than {MAX_REDIRECTS} redirects")
+        return Refused(f"the request failed ({type(exc).__name__})")
+    return Refused(f"more than {MAX_REDIRECTS} redirects")
 
 
 async def _get(
     client: httpx.AsyncClient, url: httpx.URL, *, fetch_private: bool
-) -> tuple[bytes, str | None]:
-    """One request: the body, or the next location when it redirects."""
+) -> bytes | Refused | _Redirect:
+    """One request: the body, why there is none, or where it redirects."""
     if url.scheme not in ("http", "https") or not url.raw_host:
-        raise ImageUnreadable("only http and https URLs are fetched")
+        return Refused("only http and https URLs are fetched")
     request_url, headers, extensions = url, {}, {}
     if not fetch_private:
         # To the address checked, naming the host for HTTP and for TLS (its certificate
         # is still checked against the host's name).
         host = url.raw_host.decode("ascii")
         address = await public_address(host, url.port or (443 if url.scheme == "https" else 80))
+        if isinstance(address, Refused):
+            return address
         request_url = url.copy_with(host=address)
         headers = {"Host": url.netloc.decode("ascii")}
         if url.scheme == "https":
             extensions = {"sni_hostname": host}
     async with client.stream("GET", request_url, headers=headers, extensions=extensions) as answer:
         if answer.is_redirect:
-            return b"", answer.headers.get("location", "")
+            return _Redirect(answer.headers["location"])
         if answer.status_code != 200:
-            raise ImageUnreadable(f"the server answered {answer.status_code}")
-        return await _capped(answer), None
+            return Refused(f"the server answered {answer.status_code}")
+        return await _capped(answer)
 
 
-async def _capped(answer: httpx.Response) -> bytes:
-    too_big = f"it is larger than {MAX_IMAGE_BYTES:,} bytes"
+async def _capped(answer: httpx.Response) -> bytes | Refused:
+    too_big = Refused(f"it is larger than {MAX_IMAGE_BYTES:,} bytes")
     declared = answer.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_IMAGE_BYTES:
-        raise ImageUnreadable(too_big)
+        return too_big
     chunks: list[bytes] = []
     size = 0
     async for chunk in answer.aiter_bytes():
         size += len(chunk)
         if size > MAX_IMAGE_BYTES:
-            raise ImageUnreadable(too_big)
+            return too_big
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-async def public_address(host: str, port: int) -> str:
+async def public_address(host: str, port: int) -> str | Refused:
     """An address of ``host`` to connect to, when every address it has is public."""
     try:
         found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError:
-        raise ImageUnreadable(f"the host {host} is not known") from None
+        return Refused(f"the host {host} is not known")
     addresses = [_address(str(info[4][0])) for info in found]
     if not addresses or not all(_public(address) for address in addresses):
-        raise ImageUnreadable(PRIVATE)
+        return Refused(PRIVATE)
     return str(addresses[0])
 
 

@@ -14,8 +14,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from core.errors import ImageUnreadable
-from core.media.images import is_image_mime, prepare_image
+from core.media.images import Refused, is_image_mime, prepare_image
 from core.media.intake import UserInput
 from core.media.refs import MediaRef
 from core.media.store import MediaStore
@@ -40,16 +39,18 @@ class ImageReader:
             into.add_line(f"[{name} is an image; this model is not shown images]")
             return
         try:
-            ref = await asyncio.to_thread(self._stored, Path(attachment.path), name)
-        except ImageUnreadable as exc:
-            into.add_line(f"[{name} could not be shown to the model: {exc}]")
+            stored = await asyncio.to_thread(self._stored, Path(attachment.path), name)
         except OSError as exc:
             log.warning("an image could not be read from the cache: %s", exc.strerror)
-            into.add_line(f"[{name} could not be shown to the model: the file is gone]")
+            stored = Refused("the file is gone")
+        if isinstance(stored, Refused):
+            into.add_line(f"[{name} could not be shown to the model: {stored.reason}]")
         else:
-            into.media.append(ref)
+            into.media.append(stored)
 
-    def _stored(self, path: Path, name: str) -> MediaRef:
+    def _stored(self, path: Path, name: str) -> MediaRef | Refused:
         image = prepare_image(path.read_bytes())
+        if isinstance(image, Refused):
+            return image
         log.debug("image %s: %dx%d %s", name, image.width, image.height, image.mime)
         return self._store.put_sync(image.data, image.mime, kind="image", name=name)

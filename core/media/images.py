@@ -20,7 +20,7 @@ Safety: only formats Pillow decodes in-process are opened (``OPEN_FORMATS``: no 
 which would run Ghostscript); an image whose header claims more than ``MAX_PIXELS``
 pixels is refused before it is decoded (a decompression bomb: a small file that would
 take gigabytes once decoded; Pillow's own ``MAX_IMAGE_PIXELS`` check stays as a second
-guard). What cannot be read raises ``ImageUnreadable`` with a reason for a person.
+guard). What cannot be shown is a ``Refused`` with a reason for a person.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ import struct
 from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
-
-from core.errors import ImageUnreadable
 
 MAX_EDGE = 1568
 MAX_BYTES = 3_750_000
@@ -59,6 +57,13 @@ class PreparedImage:
     height: int
 
 
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Why an image cannot be shown to the model, in words for the person who sent it."""
+
+    reason: str
+
+
 def is_image_mime(mime: str) -> bool:
     """A raster image type: one a vision model could be shown (SVG is markup, not
     pixels)."""
@@ -66,33 +71,28 @@ def is_image_mime(mime: str) -> bool:
     return kind.startswith("image/") and not kind.startswith("image/svg")
 
 
-def prepare_image(data: bytes) -> PreparedImage:
-    """``data`` made fit for a vision model (see the module docstring); blocking, so run it
-    off the event loop. Raises ``ImageUnreadable``."""
+def prepare_image(data: bytes) -> PreparedImage | Refused:
+    """``data`` made fit for a vision model (see the module docstring), or why it cannot
+    be; blocking, so run it off the event loop."""
     try:
         with Image.open(io.BytesIO(data), formats=OPEN_FORMATS) as image:
-            _refuse_bombs(image)
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                return Refused(_too_many_pixels(f" ({width}×{height} pixels)"))
             if _fits(image, len(data)):
                 assert image.format is not None  # _fits checked it
-                return PreparedImage(data, SENT_FORMATS[image.format], *image.size)
+                return PreparedImage(data, SENT_FORMATS[image.format], width, height)
             return _reencoded(image)
     except UnidentifiedImageError:
-        raise ImageUnreadable("it is not an image in a format this gateway reads") from None
+        return Refused("it is not an image in a format this gateway reads")
     except Image.DecompressionBombError:
-        raise ImageUnreadable(_too_many_pixels()) from None
+        return Refused(_too_many_pixels(""))
     except DECODE_ERRORS as exc:
-        raise ImageUnreadable(f"the image is damaged ({exc})") from None
+        return Refused(f"the image is damaged ({exc})")
 
 
-def _refuse_bombs(image: Image.Image) -> None:
-    width, height = image.size
-    if width * height > MAX_PIXELS:
-        raise ImageUnreadable(_too_many_pixels(f"{width}×{height}"))
-
-
-def _too_many_pixels(size: str = "") -> str:
-    said = f" ({size} pixels)" if size else ""
-    return f"it is too large to decode{said}; the limit is {MAX_PIXELS // 1_000_000} megapixels"
+def _too_many_pixels(size: str) -> str:
+    return f"it is too large to decode{size}; the limit is {MAX_PIXELS // 1_000_000} megapixels"
 
 
 def _fits(image: Image.Image, size: int) -> bool:
@@ -106,7 +106,7 @@ def _fits(image: Image.Image, size: int) -> bool:
     )
 
 
-def _reencoded(image: Image.Image) -> PreparedImage:
+def _reencoded(image: Image.Image) -> PreparedImage | Refused:
     # Scaled before it is turned upright: a JPEG is then decoded at a reduced size
     # (``thumbnail`` asks the decoder for one), and the long edge is the same either way.
     image.thumbnail((MAX_EDGE, MAX_EDGE), Image.Resampling.LANCZOS)
@@ -121,7 +121,7 @@ def _reencoded(image: Image.Image) -> PreparedImage:
         flat = flat.resize(
             (max(1, width * 3 // 4), max(1, height * 3 // 4)), Image.Resampling.LANCZOS
         )
-    raise ImageUnreadable(f"it does not fit in {MAX_BYTES:,} bytes even made smaller")
+    return Refused(f"it does not fit in {MAX_BYTES:,} bytes even made smaller")
 
 
 def _flattened(image: Image.Image) -> tuple[Image.Image, str]:
