@@ -263,6 +263,26 @@ SIGNATURE_PARAMETERS: list[dict[str, Any]] = [
     },
 ]
 
+def inlined_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with the models it holds written in place: put into the
+    OpenAPI document by hand, its ``#/$defs/...`` references would point nowhere."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolved(node: Any) -> Any:
+        if isinstance(node, list):
+            return [resolved(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            return resolved(defs[ref.removeprefix("#/$defs/")])
+        return {key: resolved(value) for key, value in node.items()}
+
+    inlined: dict[str, Any] = resolved(schema)
+    return inlined
+
+
 # ``post_message`` reads its own parameters, so FastAPI cannot describe them.
 POST_OPENAPI: dict[str, Any] = {
     "parameters": [
@@ -283,7 +303,7 @@ POST_OPENAPI: dict[str, Any] = {
     ],
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": WebhookMessage.model_json_schema()}},
+        "content": {"application/json": {"schema": inlined_schema(WebhookMessage)}},
     },
 }
 
