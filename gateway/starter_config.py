@@ -53,6 +53,7 @@ model:
   retry_max_seconds: 30
   stream: false            # stream tokens from the provider
   max_tokens: 4096
+  vision: true             # show images to the model; false: a line naming each instead
 
 sessions:
   group_sessions_per_user: true  # in group chats, each member gets their own session
