@@ -263,6 +263,7 @@ SIGNATURE_PARAMETERS: list[dict[str, Any]] = [
     },
 ]
 
+
 def inlined_schema(model: type[BaseModel]) -> dict[str, Any]:
     """``model``'s JSON schema with the models it holds written in place: put into the
     OpenAPI document by hand, its ``#/$defs/...`` references would point nowhere."""
