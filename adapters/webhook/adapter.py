@@ -310,7 +310,11 @@ class WebhookAdapter:
     async def _with_images(self, msg: InboundMessage, body: WebhookMessage) -> InboundMessage:
         folder = self.options.cache_dir / self.name
         private = self.options.fetch_private_urls
-        return await with_images(msg, body.attachments, folder, fetch_private=private)
+        try:
+            return await with_images(msg, body.attachments, folder, fetch_private=private)
+        except OSError as exc:  # the cache cannot be written (disk full): retry later
+            log.warning("webhook: an image could not be saved: %s", exc.strerror)
+            raise RequestRefused(503, "the image could not be saved; retry shortly") from None
 
     def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
         message_id = body.message_id or f"auto-{secrets.token_hex(12)}"
