@@ -237,6 +237,7 @@ class Settings(Section):
             max_tokens=m.max_tokens,
             call_timeout_seconds=m.call_timeout_seconds,
             media_dir=self.media_dir,
+            vision=m.vision,
         )
 
 

@@ -52,6 +52,9 @@ def test_anthropic_key_selects_anthropic(tmp_path: Path) -> None:
         ("server:\n  prot: 1\n", {}, "server.prot"),
         ("model:\n  provider: gpt\n", {}, "model.provider"),
         ("database:\n  url: mysql://x\n", {}, "database.url"),
+        ("model:\n  vision: sometimes\n", {}, "model.vision"),
+        ("", {"CHATGATE_WEBHOOK__FETCH_PRIVATE_URLS": "maybe"}, "webhook.fetch_private_urls"),
+        ("webhook:\n  max_body_bytes: 10\n", {}, "webhook.max_body_bytes"),
     ],
 )
 def test_invalid_settings_name_the_key(

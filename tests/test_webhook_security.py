@@ -24,7 +24,7 @@ from tests.gateway_server import RunningGateway, running_gateway
 
 SECRET = "global-secret"
 ROUTE_SECRET = "route-secret"
-LIMIT = 1_048_576
+LIMIT = 1_048_576  # webhook.max_body_bytes here: smaller than the default, quicker to exceed
 GOOD = {"chat_id": "c1", "user_id": "u1", "text": "hello"}
 ALLOWED = {200, 202, 401, 413, 422}
 
@@ -57,7 +57,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 @pytest_asyncio.fixture(loop_scope="module")
 async def signed_gateway(home: Path) -> AsyncIterator[RunningGateway]:
     """Offline model; a global secret from the environment and one route with its own."""
-    config = {"webhook": {"routes": {"special": {"secret": ROUTE_SECRET}}}}
+    config = {"webhook": {"max_body_bytes": LIMIT, "routes": {"special": {"secret": ROUTE_SECRET}}}}
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     async with running_gateway(home, {"CHATGATE_WEBHOOK_SECRET": SECRET}) as gw:
         yield gw
@@ -71,7 +71,8 @@ async def open_gateway(
 
     Shared by the module's tests, which only look at HTTP answers, never at state.
     """
-    async with running_gateway(tmp_path_factory.mktemp("home"), {}) as gw:
+    limit = {"CHATGATE_WEBHOOK__MAX_BODY_BYTES": str(LIMIT)}
+    async with running_gateway(tmp_path_factory.mktemp("home"), limit) as gw:
         yield gw
 
 

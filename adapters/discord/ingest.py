@@ -7,8 +7,9 @@
   refusal an hour; history read by the catch-up never refuses.
 - **Roles in history.** Messages read from history carry no roles; when roles could
   admit their author, the member record is fetched before refusing.
-- **Attachments** are downloaded (up to a size cap) and named in the text; voice
-  messages and audio files are marked so, to be transcribed.
+- **Attachments** are downloaded (up to a size cap) and named in the text; images
+  (an ``image/*`` content type) are marked so, for a vision model, and voice messages
+  and audio files, to be transcribed.
 - **Typing** shows while turns of the channel are running, one loop per channel.
 """
 
@@ -29,6 +30,7 @@ from adapters.discord.send import usable
 from adapters.typing_indicator import TypingIndicator
 from core.access import TurnedAway
 from core.inbox import Inbox
+from core.media.images import is_image_mime
 from core.messages import Attachment, AttachmentKind, InboundMessage
 from core.store.records import Accepted
 from core.tasks import TaskSet
@@ -229,7 +231,9 @@ class Ingester:
 
 def attachment_kind(file: discord.Attachment, mime: str) -> AttachmentKind:
     """A voice message (recorded in the app: it has a waveform) or another audio file,
-    for the transcriber; anything else is a file."""
+    for the transcriber; an image (``image/*``) for a vision model; anything else a file."""
+    if is_image_mime(mime):
+        return "image"
     if file.is_voice_message():
         return "voice"
     return "audio" if mime.lower().startswith("audio/") else "file"

@@ -13,7 +13,8 @@ agent, ignored (and why), too old, or from someone not allowed.
   or sent ``/command@name``; ``require_mention: false`` answers every message but
   ``/command@otherbot``, which is another bot's.
 - Captions count as text; photos, documents, voice notes and audio files are listed
-  for download (voice notes and audio files marked so, to be transcribed).
+  for download (photos and image documents as images, for a vision model; voice notes
+  and audio files marked so, to be transcribed).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from datetime import datetime
 
 from telegram import Message, MessageEntity, Update, User
 
+from core.media.images import is_image_mime
 from core.messages import AttachmentKind
 
 
@@ -205,12 +207,14 @@ def _files(message: Message) -> list[FileRef]:
     if message.photo:
         largest = max(message.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
         name = f"photo-{largest.file_unique_id}.jpg"
-        files.append(FileRef(largest.file_id, name, "image/jpeg", largest.file_size))
+        files.append(FileRef(largest.file_id, name, "image/jpeg", largest.file_size, "image"))
     document = message.document
     if document is not None:
         name = document.file_name or f"document-{document.file_unique_id}"
         mime = document.mime_type or "application/octet-stream"
-        files.append(FileRef(document.file_id, name, mime, document.file_size, "document"))
+        # An image sent as a file (uncompressed) is still shown to a vision model.
+        kind: AttachmentKind = "image" if is_image_mime(mime) else "document"
+        files.append(FileRef(document.file_id, name, mime, document.file_size, kind))
     return files + _sounds(message)
 
 

@@ -21,7 +21,7 @@ STARTER_CONFIG = """\
 webhook:
   enabled: true
   # secret: ...            # [CHATGATE_WEBHOOK_SECRET] require HMAC-signed requests
-  max_body_bytes: 1048576  # larger bodies get 413
+  max_body_bytes: 8388608  # larger bodies get 413 (base64 images ride in the body)
   max_skew_seconds: 300    # signed requests older or newer than this get 401
   wait_timeout_seconds: 120  # a waiting request answers 202 after this long
   legacy_signatures: false # also accept the old timestamp.body signature
@@ -29,6 +29,7 @@ webhook:
   allow_unsigned: false    # start on a non-loopback host without a secret
   sessions_per_user: false # each user of a chat gets their own session
   streaming: auto          # Accept: text/event-stream gets deltas as generated (off: done only)
+  fetch_private_urls: false  # fetch image urls on private, loopback or link-local addresses
   owners: []               # user ids of the bot's owners (approve writes in chat)
   dm_policy: pairing       # not applied: the secret authenticates webhook requests
   group_policy: allowlist  # not applied, as dm_policy
@@ -60,6 +61,8 @@ def build(hook: WebhookSettings, services: PlatformServices) -> Adapter:
         sessions_per_user=hook.sessions_per_user,
         media=services.media,
         streaming=hook.streaming == "auto",
+        cache_dir=services.cache_dir,
+        fetch_private_urls=hook.fetch_private_urls,
     )
     return WebhookAdapter(options, now=services.now)
 

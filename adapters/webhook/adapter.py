@@ -1,9 +1,10 @@
 """Webhook adapter: any system that can POST JSON talks to the agent.
 
 ``POST /webhook/{route}`` accepts ``{"chat_id", "user_id", "text", "message_id"?,
-"user_name"?, "thread_id"?}``. The message is committed to the inbox before any
-answer; by default the request then waits for the turn and returns its replies,
-with ``?wait=false`` it answers 202 and the replies are read from
+"user_name"?, "thread_id"?, "attachments"?}`` (images: ``adapters.webhook.images``).
+The message is committed to the inbox before any answer; by default the request then
+waits for the turn and returns its replies, with ``?wait=false`` it answers 202 and the
+replies are read from
 ``GET /webhook/{route}/chats/{chat_id}/replies?after=<cursor>``. A turn that pauses
 for an approval answers a waiting request at once, with ``approvals``; they are decided
 through ``POST /webhook/{route}/approvals/{id}`` (``adapters.webhook.approvals``). Files
@@ -22,6 +23,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path as FsPath
 from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, Path, Query, Request
@@ -37,7 +39,9 @@ from adapters.webhook.auth import (
     verify,
 )
 from adapters.webhook.files import FileRoute, reply_files, reply_json
+from adapters.webhook.images import with_images
 from adapters.webhook.replay import ReplayCache
+from adapters.webhook.request_body import read_capped, read_flag
 from adapters.webhook.schema import (
     ID_MAX,
     POST_ERRORS,
@@ -74,10 +78,6 @@ ROUTE_PATTERN = re.compile(ROUTE_REGEX)
 # Documented, not validated by FastAPI: an unknown route name is a 404, as on POST.
 RouteName = Annotated[str, Path(json_schema_extra={"pattern": ROUTE_REGEX})]
 REPLAYED = "this signature was already used: sign each request anew"
-# The words pydantic takes for a bool (any case), so ``?wait=`` means what it meant
-# when FastAPI parsed it.
-TRUE_WORDS = frozenset({"true", "1", "yes", "on", "t", "y"})
-FALSE_WORDS = frozenset({"false", "0", "no", "off", "f", "n"})
 UNAVAILABLE = "the gateway is starting or stopping; retry shortly"
 # A stopping gateway is usually back (restarted by systemd or Docker) within seconds.
 RETRY_AFTER_SECONDS = "5"
@@ -89,7 +89,7 @@ class WebhookOptions:
 
     secret: str | None = field(default=None, repr=False)
     route_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
-    max_body_bytes: int = 1_048_576
+    max_body_bytes: int = 8 * 1024 * 1024
     max_skew_seconds: float = 300.0
     wait_timeout_seconds: float = 120.0
     # Also accept the old signature over timestamp and body only.
@@ -101,6 +101,9 @@ class WebhookOptions:
     media: MediaStore | None = None  # where the files replies carry are stored
     # Server-Sent Events carry the model's deltas (off: only the done event).
     streaming: bool = True
+    # Images sent with messages are saved under <cache_dir>/webhook/.
+    cache_dir: FsPath = FsPath("cache")
+    fetch_private_urls: bool = False
 
 
 class DirectRoute(APIRoute):
@@ -186,7 +189,7 @@ class WebhookAdapter:
         # Only ``Request`` as a parameter: FastAPI solving ``route`` and ``wait`` cost ~16
         # microseconds of ~100 a request took in-process.
         try:
-            wait = _read_flag(request, "wait", default=True)
+            wait = read_flag(request, "wait", default=True)
             inbox = self._require_intake()
             route: str = request.path_params["route"]
             body, replayed = await self._read_body(route, request)
@@ -194,6 +197,9 @@ class WebhookAdapter:
             # With a message id, the inbox answers a replay from the first turn.
             _refuse_replay(replayed and parsed.message_id is None)
             msg = self._inbound(route, parsed)
+            # A stranger's images are never fetched: the policy is asked first.
+            if parsed.attachments and await self._admits(inbox, msg):
+                msg = await self._with_images(msg, parsed)
             if wait and wants_events(request):
                 return await self._events.stream(
                     msg.dedup_key,
@@ -290,7 +296,7 @@ class WebhookAdapter:
         """The body, and whether its signature was seen before (a replay)."""
         if not ROUTE_PATTERN.match(route):
             raise RequestRefused(404, "unknown route: use letters, digits, '.', '_' or '-'")
-        body = await _read_capped(request, self.options.max_body_bytes)
+        body = await read_capped(request, self.options.max_body_bytes)
         secret = self.options.route_secrets.get(route) or self.options.secret
         if not secret:
             return body, False
@@ -317,6 +323,19 @@ class WebhookAdapter:
         # digest's 32 bytes are kept, not its hex (half the cache's memory).
         digest = bytes.fromhex(signature.decode()[len(PREFIX) :])
         return self._seen.seen(digest, now=now, expires_at=int(timestamp or 0) + skew)
+
+    async def _admits(self, inbox: Inbox, msg: InboundMessage) -> bool:
+        admitted: bool = await _stored(inbox.admits(msg))
+        return admitted
+
+    async def _with_images(self, msg: InboundMessage, body: WebhookMessage) -> InboundMessage:
+        folder = self.options.cache_dir / self.name
+        private = self.options.fetch_private_urls
+        try:
+            return await with_images(msg, body.attachments, folder, fetch_private=private)
+        except OSError as exc:  # the cache cannot be written (disk full): retry later
+            log.warning("webhook: an image could not be saved: %s", exc.strerror)
+            raise RequestRefused(503, "the image could not be saved; retry shortly") from None
 
     def _inbound(self, route: str, body: WebhookMessage) -> InboundMessage:
         message_id = body.message_id or f"auto-{secrets.token_hex(12)}"
@@ -360,29 +379,3 @@ async def _stored(call: Awaitable[T]) -> T:
         raise RequestRefused(
             503, "the message store is unavailable; retry shortly", {"Retry-After": "1"}
         ) from None
-
-
-async def _read_capped(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestRefused(413, f"body is larger than {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestRefused(413, f"body is larger than {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _read_flag(request: Request, name: str, *, default: bool) -> bool:
-    value = request.query_params.get(name)
-    if value is None:
-        return default
-    word = value.lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise RequestRefused(422, f"query parameter '{name}' must be true or false", field=name)

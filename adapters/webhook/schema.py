@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from adapters.webhook.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from core.errors import RequestRefused
@@ -49,15 +59,94 @@ OptionalId = Annotated[
 ]
 
 
+# Images a message may carry, and the largest each may be (decoded, or fetched from its
+# url; an inline one is also bounded by webhook.max_body_bytes).
+MAX_IMAGES = 4
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+IMAGE_MIMES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+# Standard base64 with its padding, no line breaks; the schema says the same.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+(?:[/?#]\S*)?$"
+# Absent is allowed, an explicit null or "" is not: the schema has no null for them.
+UrlText = Annotated[
+    str,
+    Field(min_length=1, max_length=2048, pattern=URL_PATTERN),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2048,
+            "pattern": URL_PATTERN,
+            "description": "An http or https URL the gateway fetches the image from.",
+        }
+    ),
+]
+Base64Text = Annotated[
+    str,
+    Field(min_length=4, max_length=-(-MAX_IMAGE_BYTES // 3) * 4, pattern=BASE64_PATTERN),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 4,
+            "maxLength": -(-MAX_IMAGE_BYTES // 3) * 4,
+            "pattern": BASE64_PATTERN,
+            "description": "The image itself, in standard base64.",
+        }
+    ),
+]
+
+
+def _one_source_schema(schema: dict[str, Any]) -> None:
+    schema["oneOf"] = [{"required": ["url"]}, {"required": ["data_base64"]}]
+    for name in ("url", "data_base64"):
+        schema["properties"][name].pop("default", None)  # "" stands for absent, not a value
+
+
+class WebhookAttachment(BaseModel):
+    """An image sent with a message: exactly one of ``url`` and ``data_base64``."""
+
+    model_config = ConfigDict(json_schema_extra=_one_source_schema)
+
+    type: Literal["image"]
+    mime: Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+    url: UrlText = ""
+    data_base64: Base64Text = ""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WebhookAttachment:
+        if bool(self.url) == bool(self.data_base64):
+            raise ValueError("give exactly one of url and data_base64")
+        return self
+
+
 class WebhookMessage(BaseModel):
-    """The JSON body of ``POST /webhook/{route}``."""
+    """The JSON body of ``POST /webhook/{route}``. ``text`` may be empty when the message
+    carries images."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"text": {"minLength": 1}}},
+                {"required": ["attachments"], "properties": {"attachments": {"minItems": 1}}},
+            ]
+        }
+    )
 
     chat_id: Id
     user_id: Id
-    text: str = Field(min_length=1)
+    # Before ``text``: its check reads them.
+    attachments: list[WebhookAttachment] = Field(default_factory=list, max_length=MAX_IMAGES)
+    text: str
     message_id: OptionalId = None
     user_name: str | None = Field(default=None, max_length=ID_MAX)
     thread_id: OptionalId = None
+
+    @field_validator("text")
+    @classmethod
+    def _words_or_images(cls, text: str, info: ValidationInfo) -> str:
+        if not text and not info.data.get("attachments"):
+            raise ValueError("must not be empty unless the message carries attachments")
+        return text
 
 
 class ReplyFile(BaseModel):
@@ -189,6 +278,27 @@ SIGNATURE_PARAMETERS: list[dict[str, Any]] = [
     },
 ]
 
+
+def inlined_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with the models it holds written in place: put into the
+    OpenAPI document by hand, its ``#/$defs/...`` references would point nowhere."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolved(node: Any) -> Any:
+        if isinstance(node, list):
+            return [resolved(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            return resolved(defs[ref.removeprefix("#/$defs/")])
+        return {key: resolved(value) for key, value in node.items()}
+
+    inlined: dict[str, Any] = resolved(schema)
+    return inlined
+
+
 # ``post_message`` reads its own parameters, so FastAPI cannot describe them.
 POST_OPENAPI: dict[str, Any] = {
     "parameters": [
@@ -209,7 +319,7 @@ POST_OPENAPI: dict[str, Any] = {
     ],
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": WebhookMessage.model_json_schema()}},
+        "content": {"application/json": {"schema": inlined_schema(WebhookMessage)}},
     },
 }
 

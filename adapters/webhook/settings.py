@@ -22,7 +22,9 @@ class WebhookSettings(ChatPolicySettings):
     # held back by a limit would only time out: no limit unless one is set.
     rate_limit_per_minute: int = Field(default=0, ge=0, le=10_000)
     secret: SecretStr | None = None
-    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # Base64 images ride in the body (4/3 of their size): 8 MiB holds a phone photo.
+    # Bodies are held in memory while read, up to server.max_connections at once.
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     max_skew_seconds: int = Field(default=300, ge=1)
     wait_timeout_seconds: float = Field(default=120.0, gt=0)
     # Also accept the old signature over timestamp and body only (not bound to the
@@ -41,4 +43,7 @@ class WebhookSettings(ChatPolicySettings):
     # With Accept: text/event-stream, send the model's deltas as they come (auto), or
     # only the done event (off); streaming.enabled: false turns it off too.
     streaming: StreamingMode = "auto"
+    # Fetch image urls that resolve to private, loopback or link-local addresses (a
+    # forged request could otherwise make the gateway read services only it can reach).
+    fetch_private_urls: bool = False
     routes: dict[str, WebhookRoute] = Field(default_factory=dict)

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import cast
+from typing import Literal, cast
 
 import anthropic
 from anthropic.types import (
+    Base64ImageSourceParam,
+    ImageBlockParam,
     Message,
     MessageParam,
     TextBlock,
@@ -58,9 +60,12 @@ from core.models.base import (
     ToolCall,
     ToolSpec,
 )
+from core.models.image_data import NO_IMAGES, ImageData, LoadedImages
 from core.models.status import status_error
 
 PROVIDER = "anthropic"
+# The image types Anthropic takes (``core.media.images`` sends only these).
+ImageMediaType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
 
 _FINISH_REASONS = {
     "end_turn": "stop",
@@ -104,8 +109,11 @@ def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
     return wire
 
 
-def to_anthropic_messages(messages: Sequence[ChatMessage]) -> list[MessageParam]:
-    """Chat messages as Anthropic messages, merging runs of tool results."""
+def to_anthropic_messages(
+    messages: Sequence[ChatMessage], images: LoadedImages = NO_IMAGES
+) -> list[MessageParam]:
+    """Chat messages as Anthropic messages, merging runs of tool results (a user
+    message's images as image blocks, from ``images``)."""
     wire: list[MessageParam] = []
     results: list[ToolResultBlockParam] = []
     for message in messages:
@@ -115,7 +123,7 @@ def to_anthropic_messages(messages: Sequence[ChatMessage]) -> list[MessageParam]
         if results:
             wire.append({"role": "user", "content": results})
             results = []
-        converted = _to_anthropic_message(message)
+        converted = _to_anthropic_message(message, images)
         if converted is not None:
             wire.append(converted)
     if results:
@@ -133,9 +141,9 @@ def _tool_result(message: ChatMessage) -> ToolResultBlockParam:
     }
 
 
-def _to_anthropic_message(message: ChatMessage) -> MessageParam | None:
+def _to_anthropic_message(message: ChatMessage, images: LoadedImages) -> MessageParam | None:
     if message.role == "user":
-        return {"role": "user", "content": message.content or ""}
+        return {"role": "user", "content": user_blocks(message, images)}
     blocks: list[TextBlockParam | ToolUseBlockParam] = []
     # The API rejects empty text blocks, so an assistant turn that only called
     # tools carries just its tool_use blocks.
@@ -145,6 +153,31 @@ def _to_anthropic_message(message: ChatMessage) -> MessageParam | None:
     if not blocks:
         return None
     return {"role": "assistant", "content": blocks}
+
+
+def user_blocks(
+    message: ChatMessage, images: LoadedImages
+) -> str | list[ImageBlockParam | TextBlockParam]:
+    """A user message's content: its images as base64 image blocks, then its text (the
+    order Anthropic recommends). An image that cannot be sent is a line of text instead;
+    with none sent the content stays plain text."""
+    text = message.content or ""
+    blocks: list[ImageBlockParam | TextBlockParam] = []
+    for ref in message.images:
+        encoded = images.base64(ref)
+        if encoded is None:
+            text = f"{text}\n{images.placeholder(ref)}" if text else images.placeholder(ref)
+            continue
+        source: Base64ImageSourceParam = {
+            "type": "base64",
+            "media_type": cast(ImageMediaType, ref.mime),
+            "data": encoded,
+        }
+        blocks.append({"type": "image", "source": source})
+    if not blocks:
+        return text
+    # The API refuses an empty text block: a message of images alone has none.
+    return [*blocks, {"type": "text", "text": text}] if text else blocks
 
 
 def _tool_use(call: ToolCall) -> ToolUseBlockParam:
@@ -224,6 +257,7 @@ class AnthropicModel:
             timeout=config.timeout_seconds,
             max_retries=0,
         )
+        self._images = ImageData(config.media_dir, vision=config.vision)
 
     @property
     def provider(self) -> str:
@@ -237,7 +271,9 @@ class AnthropicModel:
         """Send one request; raise a ``core.errors.ModelError`` on failure."""
         system = system_blocks(request.system)
         tools = to_anthropic_tools(request.tools)
-        messages = to_anthropic_messages(request.messages)
+        messages = to_anthropic_messages(
+            request.messages, await self._images.load(request.messages)
+        )
         try:
             if self._config.stream or request.on_text is not None:
                 message = await self._streamed(system, messages, tools, request.on_text)

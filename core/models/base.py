@@ -101,6 +101,8 @@ class ModelConfig:
     call_timeout_seconds: float = 90.0
     # The home's media store (``core.media.store``), where images sent to the model live.
     media_dir: Path | None = None
+    # The model is shown images (``model.vision``); false: a line of text stands in for each.
+    vision: bool = True
 
 
 class ModelClient(Protocol):

@@ -37,7 +37,19 @@ def offline_answer(messages: Sequence[ChatMessage]) -> str:
         return SETUP_HINT
     if len(said) > ECHO_LIMIT:
         said = said[:ECHO_LIMIT] + "…"
-    return f'{SETUP_HINT}\n\nYou said: "{said}"'
+    return f'{SETUP_HINT}\n\nYou said: "{said}"' + _images_line(messages)
+
+
+def _images_line(messages: Sequence[ChatMessage]) -> str:
+    """Names the images the last user message came with (proof they reached the model)."""
+    last = next((m for m in reversed(messages) if m.role == "user"), None)
+    if last is None or not last.images:
+        return ""
+    named = ", ".join(
+        f"{ref.name or 'image'} ({ref.mime}, {ref.size:,} bytes)" for ref in last.images
+    )
+    count = len(last.images)
+    return f"\n\nYou sent {count} image{'s' if count != 1 else ''}: {named}."
 
 
 class OfflineModel:

@@ -25,6 +25,7 @@ from openai.types.chat import (
     ChatCompletion,
     ChatCompletionAssistantMessageParam,
     ChatCompletionChunk,
+    ChatCompletionContentPartParam,
     ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -48,6 +49,7 @@ from core.models.base import (
     ToolCall,
     ToolSpec,
 )
+from core.models.image_data import NO_IMAGES, ImageData, LoadedImages
 from core.models.status import status_error
 
 PROVIDER = "openai"
@@ -60,17 +62,18 @@ _NAME_FORBIDDEN = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def to_openai_messages(
-    system: str, messages: Sequence[ChatMessage]
+    system: str, messages: Sequence[ChatMessage], images: LoadedImages = NO_IMAGES
 ) -> list[ChatCompletionMessageParam]:
-    """The wire messages: the system prompt first, exactly as stored, then the chat."""
+    """The wire messages: the system prompt first, exactly as stored, then the chat
+    (a user message's images as parts, from ``images``)."""
     wire: list[ChatCompletionMessageParam] = []
     if system:
         wire.append({"role": "system", "content": system})
-    wire.extend(_to_openai_message(message) for message in messages)
+    wire.extend(_to_openai_message(message, images) for message in messages)
     return wire
 
 
-def _to_openai_message(message: ChatMessage) -> ChatCompletionMessageParam:
+def _to_openai_message(message: ChatMessage, images: LoadedImages) -> ChatCompletionMessageParam:
     if message.role == "assistant":
         return _assistant_message(message)
     if message.role == "tool":
@@ -81,11 +84,35 @@ def _to_openai_message(message: ChatMessage) -> ChatCompletionMessageParam:
             "tool_call_id": message.tool_call_id,
             "content": message.content or "",
         }
-    user: ChatCompletionUserMessageParam = {"role": "user", "content": message.content or ""}
+    user: ChatCompletionUserMessageParam = {
+        "role": "user",
+        "content": user_content(message, images),
+    }
     name = _wire_name(message.name)
     if name:
         user["name"] = name
     return user
+
+
+def user_content(
+    message: ChatMessage, images: LoadedImages
+) -> str | list[ChatCompletionContentPartParam]:
+    """A user message's content: its text, then each image as an ``image_url`` part
+    holding a data URL. An image that cannot be sent is a line of text instead; with
+    none sent the content stays plain text, which servers without vision accept."""
+    text = message.content or ""
+    parts: list[ChatCompletionContentPartParam] = []
+    for ref in message.images:
+        encoded = images.base64(ref)
+        if encoded is None:
+            text = f"{text}\n{images.placeholder(ref)}" if text else images.placeholder(ref)
+        else:
+            parts.append(
+                {"type": "image_url", "image_url": {"url": f"data:{ref.mime};base64,{encoded}"}}
+            )
+    if not parts:
+        return text
+    return [{"type": "text", "text": text}, *parts] if text else parts
 
 
 def _assistant_message(message: ChatMessage) -> ChatCompletionAssistantMessageParam:
@@ -262,6 +289,7 @@ class OpenAIChatModel:
             raise ConfigError("model.name", "set CHATGATE_MODEL to the model's name")
         self._config = config
         self._client = _client_for(config)
+        self._images = ImageData(config.media_dir, vision=config.vision)
 
     @property
     def provider(self) -> str:
@@ -273,14 +301,15 @@ class OpenAIChatModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one request; raise a ``core.errors.ModelError`` on failure."""
+        images = await self._images.load(request.messages)
         try:
             if self._config.stream or request.on_text is not None:
-                return await self._streamed(request)
-            return await self._single(request)
+                return await self._streamed(request, images)
+            return await self._single(request, images)
         except openai.OpenAIError as exc:
             raise translate_error(exc) from exc
 
-    def _body(self, request: ModelRequest) -> dict[str, Any]:
+    def _body(self, request: ModelRequest, images: LoadedImages) -> dict[str, Any]:
         """The request body, built as plain JSON-ready dicts.
 
         It is posted with the client's low-level ``post``: ``chat.completions.create``
@@ -290,7 +319,7 @@ class OpenAIChatModel:
         """
         body: dict[str, Any] = {
             "model": self._config.model,
-            "messages": to_openai_messages(request.system, request.messages),
+            "messages": to_openai_messages(request.system, request.messages, images),
             # max_tokens rather than max_completion_tokens: every compatible
             # server understands it.
             "max_tokens": self._config.max_tokens,
@@ -300,14 +329,18 @@ class OpenAIChatModel:
             body["tools"] = tools
         return body
 
-    async def _single(self, request: ModelRequest) -> ModelReply:
+    async def _single(self, request: ModelRequest, images: LoadedImages) -> ModelReply:
         completion = await self._client.post(
-            "/chat/completions", body=self._body(request), cast_to=ChatCompletion
+            "/chat/completions", body=self._body(request, images), cast_to=ChatCompletion
         )
         return reply_from_completion(completion)
 
-    async def _streamed(self, request: ModelRequest) -> ModelReply:
-        body = {**self._body(request), "stream": True, "stream_options": {"include_usage": True}}
+    async def _streamed(self, request: ModelRequest, images: LoadedImages) -> ModelReply:
+        body = {
+            **self._body(request, images),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         stream = await self._client.post(
             "/chat/completions",
             body=body,

@@ -11,11 +11,14 @@ Anthropic sends them: ``message_start`` (the input and cache counts), a ``ping``
 content block ``content_block_start``, its deltas (``text_delta`` word by word,
 ``input_json_delta`` for a tool call's input in two halves) and ``content_block_stop``,
 then ``message_delta`` (stop reason, output tokens) and ``message_stop``.
-``fail_stream`` scripts an ``error`` event in the middle of a streamed answer.
+``fail_stream`` scripts an ``error`` event in the middle of a streamed answer. Image
+blocks are checked as the API checks them (base64 source, a type it takes);
+``image_blocks`` reads them back.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -33,6 +36,7 @@ from starlette.routing import Route
 from tests.fakes.loopback import LoopbackServer
 
 Json = dict[str, Any]
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +125,10 @@ class FakeAnthropicServer:
     async def _messages(self, request: Request) -> Response:
         body: Json = await request.json()
         self.requests.append(body)
+        problem = _bad_image_block(body)
+        if problem:  # as the API answers a malformed image block
+            error = {"type": "invalid_request_error", "message": problem}
+            return JSONResponse({"type": "error", "error": error}, status_code=400)
         step = self._script.popleft() if self._script else None
         if isinstance(step, _Failure):
             return _error_response(step)
@@ -175,12 +183,48 @@ def _last_user_text(body: Json) -> str:
     for message in reversed(body.get("messages", [])):
         if message.get("role") == "user":
             content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
+            if isinstance(content, str):
+                return content
+            texts = [b["text"] for b in content if b.get("type") == "text"]
+            return "\n".join(texts) if texts else json.dumps(content)
     return ""
 
 
 def _error_body(error_type: str, message: str) -> Json:
     return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def image_blocks(body: Json, *, message: int | None = None) -> list[tuple[str, bytes]]:
+    """The image blocks of a recorded request's user messages, in order, as (media type,
+    bytes) (of the message at index ``message`` only, when given)."""
+    messages = body.get("messages", [])
+    chosen = messages if message is None else [messages[message]]
+    return [
+        (block["source"]["media_type"], base64.b64decode(block["source"]["data"]))
+        for entry in chosen
+        if isinstance(entry.get("content"), list)
+        for block in entry["content"]
+        if block.get("type") == "image"
+    ]
+
+
+def _bad_image_block(body: Json) -> str | None:
+    """What the Messages API would refuse in the request's image blocks, if anything."""
+    for entry in body.get("messages", []):
+        content = entry.get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "text" and not block.get("text"):
+                return "text content blocks must be non-empty"
+            if block.get("type") != "image":
+                continue
+            source = block.get("source") or {}
+            if source.get("type") != "base64" or source.get("media_type") not in IMAGE_TYPES:
+                return f"image source not supported: {source.get('type')}"
+            try:
+                base64.b64decode(source.get("data", ""), validate=True)
+            except ValueError:
+                return "image data is not valid base64"
+    return None
 
 
 def _error_response(failure: _Failure) -> Response:

@@ -26,6 +26,7 @@ The server itself is a ``tests.fakes.loopback.LoopbackServer``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -292,12 +293,48 @@ def _mentions(body: Json, marker: str) -> bool:
 
 
 def last_user_content(body: Json) -> str:
-    """The text of the last user message in a request body."""
+    """The text of the last user message in a request body (its text parts, when it has
+    image parts too)."""
     for message in reversed(body.get("messages", [])):
         if message.get("role") == "user":
-            content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
+            return content_text(message.get("content"))
     return ""
+
+
+def content_text(content: Any) -> str:
+    """A message's text: the content itself, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        return "\n".join(p["text"] for p in content if p.get("type") == "text")
+    return json.dumps(content)
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An ``image_url`` part of a request, decoded from its data URL."""
+
+    mime: str
+    data: bytes
+
+
+def image_parts(body: Json, *, message: int | None = None) -> list[ImagePart]:
+    """The image parts of a recorded request's user messages, in order (of the user
+    message at index ``message`` of ``messages`` only, when given)."""
+    messages = body.get("messages", [])
+    chosen = messages if message is None else [messages[message]]
+    parts: list[ImagePart] = []
+    for entry in chosen:
+        content = entry.get("content")
+        if entry.get("role") != "user" or not isinstance(content, list):
+            continue
+        for part in content:
+            if part.get("type") == "image_url":
+                head, _, data = part["image_url"]["url"].partition(",")
+                mime = head.removeprefix("data:").removesuffix(";base64")
+                assert head == f"data:{mime};base64", head
+                parts.append(ImagePart(mime, base64.b64decode(data, validate=True)))
+    return parts
 
 
 def _words(text: str | None) -> int:
@@ -309,7 +346,7 @@ def usage_json(body: Json, reply: Reply, *, cached_tokens: int | None = None) ->
 
     ``cached_tokens``, when given, is reported as read from the prompt cache.
     """
-    prompt = sum(_words(str(m.get("content") or "")) for m in body.get("messages", []))
+    prompt = sum(_words(content_text(m.get("content") or "")) for m in body.get("messages", []))
     completion = _words(reply.text) + sum(_words(c.arguments) for c in reply.tool_calls)
     usage: Json = {
         "prompt_tokens": prompt,
