@@ -1,6 +1,6 @@
 """``chatgate people``: what the gateway keeps about one person, exported or forgotten.
 
-A person is ``platform:user_id`` (``webhook:alice``, ``telegram:12345``). ``export``
+A person is ``platform:user_id`` (``webhook:alice``). ``export``
 writes a zip: ``person.json`` (every area's records, as ``show --json`` prints them) and
 the person's files under ``files/<area>/``. ``forget`` asks first unless ``--yes``; it
 runs against the database and home of the configuration, while the gateway runs too.

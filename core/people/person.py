@@ -19,7 +19,7 @@ class Person:
 
     @classmethod
     def parse(cls, text: str) -> Person:
-        """``"telegram:12345"`` as a person; a ``ChatgateError`` for anything else."""
+        """``"webhook:alice"`` as a person; a ``ChatgateError`` for anything else."""
         platform, sep, user_id = text.strip().partition(":")
         if not sep or not platform or not user_id:
             raise ChatgateError(f"a person is platform:user_id (e.g. webhook:alice), not {text!r}")

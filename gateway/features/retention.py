@@ -33,10 +33,11 @@ class RetentionFeature:
     def __init__(self, days: float, check_minutes: float) -> None:
         self._days = days
         self._every = check_minutes * 60
+        self.retention: Retention | None = None  # once open (tests run its check)
 
     @asynccontextmanager
     async def open(self, ctx: FeatureContext) -> AsyncIterator[Contribution]:
-        retention = Retention(ctx.db, ctx.clock, days=self._days)
+        retention = self.retention = Retention(ctx.db, ctx.clock, days=self._days)
         every = self._every
         yield Contribution(jobs=[Job(JOB_ID, "retention", every, retention.check, first_in=0)])
 
