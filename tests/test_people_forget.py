@@ -74,7 +74,7 @@ async def test_forget_takes_one_persons_words_everywhere(
     shown = chatgate("people", "show", "webhook:alice", "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     counts = json.loads(shown.stdout)["counts"]
-    assert counts["sessions"] == 2 and counts["notes"] == 3 and counts["inbox"] == 3
+    assert (counts["sessions"], counts["notes"], counts["inbox"]) == (2, 3, 3)
 
     done = chatgate("people", "forget", "webhook:alice", "--yes", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -90,8 +90,10 @@ async def test_forget_takes_one_persons_words_everywhere(
         left = " ".join(r.content or "" for r in rows)
         group = await sql.rows(select(sessions).where(sessions.c.id == group_id))
         await _index_is_clean(sql, url)
-    assert "zebraflux" not in left and "xylophonic" not in left and "秘密" not in left
-    assert "quokkamarble" in left and "marmaladeish" in left
+    for gone in ("zebraflux", "xylophonic", "秘密"):
+        assert gone not in left
+    for kept in ("quokkamarble", "marmaladeish"):
+        assert kept in left
     shared = [r for r in rows if r.session_id == group_id]
     assert [r.role for r in shared] == ["user", "assistant"]  # Bob's whole turn, valid
     assert group[0].end_reason == "forget"  # Alice opened it: her prompt snapshot goes
@@ -102,8 +104,8 @@ async def test_forget_takes_one_persons_words_everywhere(
     assert sum(json.loads(again.stdout)["counts"].values()) == 0
     if not database_env:
         raw = (home / "state.db").read_bytes()
-        assert b"zebrafluxword" not in raw and b"xylophonicity" not in raw
-        assert ALICE_CJK.encode() not in raw
+        for word in (b"zebrafluxword", b"xylophonicity", ALICE_CJK.encode()):
+            assert word not in raw
         assert b"marmaladeish" in raw
         notes_raw = (home / "memory_provider" / "notes.sqlite3").read_bytes()
         assert b"zebrafluxword" not in notes_raw
