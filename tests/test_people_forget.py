@@ -104,8 +104,8 @@ async def test_forget_takes_one_persons_words_everywhere(
     assert sum(json.loads(again.stdout)["counts"].values()) == 0
     if not database_env:
         raw = (home / "state.db").read_bytes()
-        for word in (b"zebrafluxword", b"xylophonicity", ALICE_CJK.encode()):
-            assert word not in raw
+        for needle in (b"zebrafluxword", b"xylophonicity", ALICE_CJK.encode()):
+            assert needle not in raw
         assert b"marmaladeish" in raw
         notes_raw = (home / "memory_provider" / "notes.sqlite3").read_bytes()
         assert b"zebrafluxword" not in notes_raw
