@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 
 from core.access import AccessPolicy, AccessRules
@@ -30,6 +31,7 @@ from core.models.observed import ObservedModel
 from core.outbox import Outbox
 from core.pair_command import pair_command
 from core.pairing import Pairings
+from core.people.marks import ForgetMarks
 from core.prompt.builder import PromptBuilder
 from core.push_delivery import ReplySender
 from core.rate_limit import ChatRateLimiter
@@ -77,6 +79,9 @@ class CoreSettings:
     # Show replies while they are generated where the chat's adapter can
     # (``streaming.enabled``; off wins over every platform's own setting).
     streaming: bool = True
+    # Where forgettings list the session keys whose cached transcripts went stale
+    # (``core.people.marks``); None: no other process forgets people here.
+    forget_marks: Path | None = None
 
 
 class Core:
@@ -116,6 +121,7 @@ class Core:
             hooks,
             caller_context_for=caller_context_for,
             cache_size=settings.session_cache_size,
+            marks=ForgetMarks(settings.forget_marks) if settings.forget_marks else None,
         )
         self.outbox = Outbox(db, clock, senders, self.stats)
         self.approvals = self._approvals(db, clock, settings.approvals)

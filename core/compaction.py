@@ -139,6 +139,7 @@ def child_messages(summary: str, recent: Sequence[StoredMessage], at: float) -> 
             tool_call_id=m.tool_call_id,
             tool_name=m.tool_name,
             created_at=at,
+            user_id=m.user_id,
         )
         for m in recent
     ]
@@ -156,6 +157,7 @@ def as_stored(messages: Sequence[NewMessage]) -> list[StoredMessage]:
             tool_calls=m.tool_calls,
             tool_call_id=m.tool_call_id,
             tool_name=m.tool_name,
+            user_id=m.user_id,
         )
         for m in messages
     ]

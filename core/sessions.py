@@ -22,6 +22,7 @@ from core.errors import ModelError
 from core.hooks import TurnHooks
 from core.messages import InboundMessage
 from core.models.base import ModelClient
+from core.people.marks import ForgetMarks
 from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
 from core.session_state import SessionState
 from core.session_tools import SessionTools, ToolOffer, freeze, place_of
@@ -49,6 +50,7 @@ class SessionKeeper:
         *,
         caller_context_for: CallerContextFor,
         cache_size: int,
+        marks: ForgetMarks | None = None,
     ) -> None:
         self._db = db
         self._model = model
@@ -58,10 +60,18 @@ class SessionKeeper:
         self._hooks = hooks
         self._caller_context_for = caller_context_for
         self._cache_size = cache_size
+        self._marks = marks
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
 
     def cached(self, key: str) -> SessionState | None:
+        self._drop_forgotten()
         return self._sessions.get(key)
+
+    def _drop_forgotten(self) -> None:
+        """Drop transcripts a forgetting in another process made stale (``core.people.marks``)."""
+        if self._marks is not None:
+            for key in self._marks.stale_keys():
+                self._sessions.pop(key, None)
 
     def forget(self, key: str) -> None:
         self._sessions.pop(key, None)
@@ -69,7 +79,7 @@ class SessionKeeper:
     async def current(self, item: InboxItem) -> SessionState:
         """The chat's active session and its transcript, opening a session if none is."""
         key = item.session_key
-        state = self._sessions.get(key)
+        state = self.cached(key)
         if state is not None:
             self._sessions.move_to_end(key)
             return state

@@ -278,6 +278,7 @@ class TurnProcessor:
             created_at=msg.received_at,
             platform_message_id=msg.platform_message_id,
             media=tuple(given.media),
+            user_id=msg.user_id,
         )
 
     async def _complete(

@@ -37,6 +37,9 @@ LAZY = {
     "pairing": LazyCommand(
         "gateway.pairing_cli", "pairing_app", "Pairing: let people the policy does not know in."
     ),
+    "people": LazyCommand(
+        "gateway.people_cli", "people_app", "One person's data: show, export, forget."
+    ),
     "mcp": LazyCommand("gateway.mcp_cli", "mcp_app", "MCP servers: their state and their tools."),
     "config": LazyCommand(
         "gateway.config_cli", "config_app", "The configuration this profile runs with."

@@ -33,6 +33,7 @@ from core.hooks import TurnHooks
 from core.ingress import SessionPolicy
 from core.models.base import ModelClient
 from core.models.factory import build_model_client
+from core.people.marks import forget_marks_path
 from core.prompt.builder import TieredPromptBuilder
 from core.scheduler import Scheduler
 from core.skills.store import SkillStore
@@ -290,6 +291,7 @@ def _core_settings(settings: Settings) -> CoreSettings:
         ),
         approvals=settings.tools.rules(),
         streaming=settings.streaming.enabled,
+        forget_marks=forget_marks_path(settings.home),
     )
 
 

@@ -49,8 +49,7 @@ class MemoryFiles:
 
     def _user_store(self, platform: str, user_id: str) -> MemoryStore:
         if self.limits.user_scope == "per_user":
-            name = _UNSAFE.sub("_", f"{platform}-{user_id}")[:200]
-            path = self.root / "users" / f"{name}.md"
+            path = person_file(self.root, platform, user_id)
         else:
             path = self.root / "USER.md"
         return MemoryStore(
@@ -59,3 +58,9 @@ class MemoryFiles:
             label="User profile",
             heading="USER PROFILE (who the user is)",
         )
+
+
+def person_file(root: Path, platform: str, user_id: str) -> Path:
+    """A person's own USER.md under ``root`` (``memories/``) with ``user_scope: per_user``."""
+    name = _UNSAFE.sub("_", f"{platform}-{user_id}")[:200]
+    return root / "users" / f"{name}.md"

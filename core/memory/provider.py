@@ -52,6 +52,7 @@ from core.tools import Tool, ToolContext
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "chatgate.memory_providers"
+Author = tuple[str, str] | None
 _T = TypeVar("_T")
 
 
@@ -145,6 +146,16 @@ class MemoryWriteHook(Protocol):
         Writes approved from the shell (``chatgate memory approve``) run in another
         process and are not mirrored."""
         ...
+
+
+@runtime_checkable
+class AuthoredSyncHook(Protocol):
+    """Optional: ``sync_turn`` told who wrote the user text, so a shared session's
+    exchanges are filed under each author (for recall and for forgetting them)."""
+
+    async def sync_authored_turn(
+        self, user_text: str, assistant_text: str, *, session_id: str, platform: str, user_id: str
+    ) -> None: ...
 
 
 @runtime_checkable
@@ -282,10 +293,20 @@ class MemoryProviders:
         now = self._clock.now()
         return await asyncio.to_thread(bound, recall, session_id=session_id, now=now)
 
-    async def sync_turn(self, user_text: str, assistant_text: str, *, session_id: str) -> None:
-        if self._external is None:
+    async def sync_turn(
+        self, user_text: str, assistant_text: str, *, session_id: str, author: Author = None
+    ) -> None:
+        """Record one exchange; ``author`` is (platform, user_id) of the user text."""
+        external = self._external
+        if external is None:
             return
-        sync = self._external.sync_turn(user_text, assistant_text, session_id=session_id)
+        if author is not None and isinstance(external, AuthoredSyncHook):
+            platform, user_id = author
+            sync = external.sync_authored_turn(
+                user_text, assistant_text, session_id=session_id, platform=platform, user_id=user_id
+            )
+        else:
+            sync = external.sync_turn(user_text, assistant_text, session_id=session_id)
         await self._contained("sync_turn", sync, None)
 
     async def on_session_end(self, session_id: str) -> None:

@@ -22,6 +22,7 @@ from core.store.engine import Engines, create_engines, sqlite_path
 from core.store.health import StoreHealth, write_probe
 from core.store.lineage_tree import LineageEntry, lineage_of
 from core.store.pairing import PairingStore
+from core.store.people.store import PeopleStore
 from core.store.records import (
     Accepted,
     InboxItem,
@@ -52,8 +53,8 @@ class SessionDB:
     ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
     (background reviews), ``curator`` (the skills curator's run log and flags) and
     ``cron`` (scheduled prompts and their runs), ``approvals`` (tool calls waiting
-    for a person). The engines are private: every SQL
-    statement lives in ``core/store``.
+    for a person), ``people`` (one person's rows, shown or forgotten; retention).
+    The engines are private: every SQL statement lives in ``core/store``.
     """
 
     def __init__(
@@ -82,6 +83,7 @@ class SessionDB:
         self.cron = CronStore(self._engines.read, self._writer)
         self.pairing = PairingStore(self._engines.read, self._writer)
         self.approvals = ApprovalStore(self._engines.read, self._writer)
+        self.people = PeopleStore(self._engines.read, self._writer, sqlite_file=path)
 
     async def __aenter__(self) -> SessionDB:
         try:

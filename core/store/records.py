@@ -57,6 +57,8 @@ class StoredMessage:
     tool_name: str | None = None
     # Files that came with it: a user message's images, a tool result's files to send.
     media: tuple[MediaRef, ...] = ()
+    # Who wrote a user message (``messages.user_id``); None for other roles.
+    user_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class NewMessage:
     cache_write_tokens: int | None = None
     # As ``StoredMessage.media``.
     media: tuple[MediaRef, ...] = ()
+    # As ``StoredMessage.user_id``: set on a person's user message, so forgetting them
+    # finds their words in a session they shared with others.
+    user_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

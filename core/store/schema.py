@@ -94,7 +94,11 @@ messages = Table(
     # Files that came with the message, ``[MediaRef.to_json()]``: a user message's images
     # (sent to the model with it), a tool result's files (sent to the chat).
     Column("media", JSON),
+    # Who wrote a user message (``platform`` is the session's); NULL for other roles and
+    # for user messages of no one person (a compaction summary, a scheduled prompt).
+    Column("user_id", String(255)),
     Index("ix_messages_session_id", "session_id", "id"),
+    Index("ix_messages_user", "user_id"),
 )
 
 inbox = Table(

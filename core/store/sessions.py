@@ -81,6 +81,7 @@ async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]
             messages.c.tool_call_id,
             messages.c.tool_name,
             messages.c.media,
+            messages.c.user_id,
         )
         .where(messages.c.session_id == session_id)
         .order_by(messages.c.id)
@@ -95,6 +96,7 @@ async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]
             tool_call_id=r.tool_call_id,
             tool_name=r.tool_name,
             media=refs_from_json(r.media) if r.media else (),
+            user_id=r.user_id,
         )
         for r in rows
     ]

@@ -29,6 +29,7 @@ _MESSAGE_COLUMNS = (
     "cache_read_tokens",
     "cache_write_tokens",
     "media",
+    "user_id",
 )
 ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
 _TOUCH = "UPDATE sessions SET last_active_at = :at WHERE id = :id"
@@ -93,6 +94,7 @@ def message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:
             "cache_read_tokens": m.cache_read_tokens,
             "cache_write_tokens": m.cache_write_tokens,
             "media": json.dumps(media) if (media := refs_to_json(m.media)) else None,
+            "user_id": m.user_id,
         }
     )
 

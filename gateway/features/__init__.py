@@ -15,6 +15,8 @@ from gateway.features import (
     mcp,
     memory,
     memory_provider,
+    people,
+    retention,
     review,
     search,
     skills,
@@ -36,6 +38,8 @@ FEATURES: tuple[FeatureSpec, ...] = (
     documents.SPEC,
     tts.SPEC,
     files.SPEC,
+    people.SPEC,
+    retention.SPEC,
     # Last: its tools join once every built-in tool is known, so a clash names them.
     mcp.SPEC,
 )

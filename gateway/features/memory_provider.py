@@ -72,7 +72,12 @@ class ExternalMemory:
     async def _sync(self, state: SessionState, item: InboxItem, result: TurnResult) -> None:
         # In the background: the reply is out, and a slow backend must not hold the lane.
         self._syncs.spawn(
-            self._providers.sync_turn(item.message.text, result.reply, session_id=state.row.id),
+            self._providers.sync_turn(
+                item.message.text,
+                result.reply,
+                session_id=state.row.id,
+                author=(item.message.platform, item.message.user_id),
+            ),
             name=f"memory-sync:{item.session_key}",
         )
 

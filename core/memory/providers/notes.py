@@ -118,10 +118,19 @@ class NotesProvider:
         return format_recall(found, self.options.max_chars)
 
     async def sync_turn(self, user_text: str, assistant_text: str, *, session_id: str) -> None:
+        await self._file(user_text, assistant_text, session_id, self._owners.get(session_id, ""))
+
+    async def sync_authored_turn(
+        self, user_text: str, assistant_text: str, *, session_id: str, platform: str, user_id: str
+    ) -> None:
+        """File the exchange under the person who wrote it, not the session's opener: in a
+        shared group session each person's words are theirs (recall, forgetting)."""
+        await self._file(user_text, assistant_text, session_id, f"{platform}:{user_id}")
+
+    async def _file(self, user_text: str, assistant_text: str, session_id: str, owner: str) -> None:
         if not (user_text.strip() or assistant_text.strip()):
             return
         exchange = Exchange(session_id, self._clock.now(), user_text, assistant_text)
-        owner = self._owners.get(session_id, "")
         await asyncio.to_thread(self.store.add, exchange, owner=owner)
 
     async def on_session_end(self, session_id: str) -> None:

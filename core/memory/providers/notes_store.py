@@ -103,6 +103,37 @@ class NotesStore:
                 ),
             )
 
+    def exchanges_of(self, owner: str) -> list[dict[str, object]]:
+        """Every exchange filed under ``owner``, oldest first (``people show``/``export``)."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT session_id, created_at, user_text, assistant_text FROM exchanges"
+                " WHERE owner = ? ORDER BY created_at, id",
+                (owner,),
+            ).fetchall()
+        names = ("session_id", "created_at", "user_text", "assistant_text")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def forget(self, owner: str) -> int:
+        """Delete every exchange filed under ``owner``, from the index and from the bytes
+        (``secure_delete``, an index optimize, a WAL checkpoint); how many went."""
+        with self._connect() as conn:
+            conn.execute("PRAGMA secure_delete = ON")
+            with conn:
+                if self.full_text:  # external content: the index is told what it held
+                    conn.execute(
+                        "INSERT INTO exchanges_fts"
+                        " (exchanges_fts, rowid, user_text, assistant_text)"
+                        " SELECT 'delete', id, user_text, assistant_text FROM exchanges"
+                        " WHERE owner = ?",
+                        (owner,),
+                    )
+                gone = conn.execute("DELETE FROM exchanges WHERE owner = ?", (owner,)).rowcount
+                if self.full_text:
+                    conn.execute("INSERT INTO exchanges_fts (exchanges_fts) VALUES ('optimize')")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return gone
+
     def search(
         self, query: str, *, owner: str | None, exclude_session: str, limit: int
     ) -> list[Exchange]:

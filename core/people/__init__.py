@@ -1,0 +1,1 @@
+"""One person's data across the home: what is kept about them, exported, forgotten."""

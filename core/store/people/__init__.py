@@ -1,0 +1,1 @@
+"""One person's rows in the SessionDB (``SessionDB.people``) and retention."""
