@@ -22,7 +22,7 @@ from core.errors import ModelError
 from core.hooks import TurnHooks
 from core.messages import InboundMessage
 from core.models.base import ModelClient
-from core.people.marks import ForgetMarks
+from core.people.marks import ForgetMarks, key_digest
 from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
 from core.session_state import SessionState
 from core.session_tools import SessionTools, ToolOffer, freeze, place_of
@@ -69,9 +69,12 @@ class SessionKeeper:
 
     def _drop_forgotten(self) -> None:
         """Drop transcripts a forgetting in another process made stale (``core.people.marks``)."""
-        if self._marks is not None:
-            for key in self._marks.stale_keys():
-                self._sessions.pop(key, None)
+        if self._marks is None:
+            return
+        stale = self._marks.stale_keys()
+        if stale:
+            for key in [k for k in self._sessions if key_digest(k) in stale]:
+                del self._sessions[key]
 
     def forget(self, key: str) -> None:
         self._sessions.pop(key, None)

@@ -12,6 +12,7 @@ session keys only (platform and chat ids), never text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -29,12 +30,13 @@ class ForgetMarks:
         if not session_keys:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"at": at, "keys": list(session_keys)}) + "\n"
+        line = json.dumps({"at": at, "keys": [key_digest(k) for k in session_keys]}) + "\n"
         with FileLock(self.path.with_name(self.path.name + ".lock")), self.path.open("a") as out:
             out.write(line)
 
     def stale_keys(self) -> set[str]:
-        """Keys marked since the last call (or since this object was made)."""
+        """Digests (``key_digest``) of the keys marked since the last call (or since this
+        object was made)."""
         size = self._size()
         if size <= self._seen:
             self._seen = min(self._seen, size)
@@ -57,6 +59,11 @@ class ForgetMarks:
             return os.stat(self.path).st_size
         except FileNotFoundError:
             return 0
+
+
+def key_digest(session_key: str) -> str:
+    """How a session key is written to the marks file."""
+    return hashlib.sha256(session_key.encode()).hexdigest()
 
 
 def forget_marks_path(home: Path) -> Path:
