@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.people.person import Person
+from core.store import prompts
 from core.store.people.areas import DB_AREAS, ForgetContext, Rows
 from core.store.people.drop import drop_session
 from core.store.people.plan import plan
@@ -104,6 +105,7 @@ def _forget(tx: Tx, person: Person, ctx: ForgetContext, *, sqlite: bool) -> Forg
         found.params(),
     )
     counts = {area.name: area.forget(tx, found, ctx) for area in DB_AREAS}
+    prompts.prune(tx)  # their sessions' prompts (a USER.md snapshot) go with them
     if sqlite:
         _optimize(tx)
     return Forgotten(counts, keys, int(waiting or 0))
@@ -134,6 +136,7 @@ def _prune(tx: Tx, ended_before: float, limit: int) -> Pruned:
         {"before": ended_before, "limit": limit},
     )
     messages = sum(drop_session(tx, row["id"]) for row in rows)
+    prompts.prune(tx)
     keys = tuple(sorted({str(row["session_key"]) for row in rows}))
     return Pruned(len(rows), messages, keys)
 
