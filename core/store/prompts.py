@@ -8,6 +8,11 @@ row, and pasting the id back gives the exact bytes that were built, so what the 
 is sent never changes. Tool lists (``sessions.tools_hash``) are stored the same way,
 uncut. A row no session points at any more is deleted by ``prune`` (forgetting a
 person, retention).
+
+A prune must not race a session opening on the prompt it deletes. On SQLite writes are
+serialised; on PostgreSQL the prune first locks ``prompts`` against writers (``lock``),
+so a replica's ``put`` either commits before the prune looks (its session is seen) or
+waits and inserts the row again after it.
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ def prompt_of(row: Any) -> str:
     return paste(body, row["id"], row["prompt_id_at"]) if body is not None else ""
 
 
-def prune(tx: Tx) -> None:
-    """Delete the prompts and tool lists no session points at."""
+def prune(tx: Tx, *, lock: bool) -> None:
+    """Delete the prompts and tool lists no session points at (``lock``: PostgreSQL)."""
+    if lock:
+        tx.execute("LOCK TABLE prompts IN SHARE ROW EXCLUSIVE MODE", {})
     tx.execute(_PRUNE, {})
