@@ -1,11 +1,15 @@
-"""Resident memory per idle chat: what ``chatgate run`` keeps after many chats spoke once.
+"""Resident memory and disk per idle chat: what ``chatgate run`` keeps after many chats
+spoke once.
 
 Starts the gateway (offline model, SQLite, a temporary home, ``--idle-worker-seconds``
 so each chat's worker exits soon after its turn), warms it with ``--warmup`` chats,
-notes its resident memory (``VmRSS``), then has ``--chats`` new chats send one message
-each over ``--concurrency`` connections. Memory is read right after the last reply and
-again once every chat's worker has exited (``chatgate_active_lanes`` 0): the second
-figure, minus the warm one, divided by the chats, is what an idle chat costs.
+notes its resident memory (``VmRSS``) and the bytes ``state.db`` uses (pages in use,
+WAL included), then has ``--chats`` new chats send one message each over
+``--concurrency`` connections. Memory is read right after the last reply and again once
+every chat's worker has exited and its transcript left memory
+(``chatgate_active_sessions`` and ``chatgate_cached_sessions`` 0): the second figure,
+minus the warm one, divided by the chats, is what an idle chat costs; likewise the
+database's growth per session, with the tables that grew most.
 
     .venv/bin/python bench/idle_sessions.py [--chats 100000] [--concurrency 50]
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import sys
 import tempfile
 import time
@@ -59,14 +64,33 @@ async def drive(target: Target, first: int, count: int, concurrency: int) -> flo
     return count / (time.perf_counter() - started)
 
 
+# A build without the session cache's gauge reads as 0 (nothing to wait for).
+_BUSY = ("chatgate_active_sessions", "chatgate_cached_sessions")
+
+
 def wait_lanes_idle(url: str) -> float:
-    """Seconds until no chat has a live worker (bounded poll of ``/metrics``)."""
+    """Seconds until no chat has a live worker or a transcript in memory (bounded poll
+    of ``/metrics``)."""
     started = time.monotonic()
-    while scrape(url).get("chatgate_active_lanes", 0) > 0:
+    while any(scrape(url).get(name, 0) > 0 for name in _BUSY):
         if time.monotonic() - started > LANES_TIMEOUT_SECONDS:
             raise RuntimeError("chat workers still alive")
         time.sleep(0.5)  # another process: no event to wait on
     return time.monotonic() - started
+
+
+def db_bytes(db: Path) -> tuple[int, dict[str, int]]:
+    """Bytes of ``db``'s pages in use (its WAL included), and per table where SQLite's
+    ``dbstat`` is built in."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        try:
+            tables = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
+        except sqlite3.OperationalError:
+            tables = {}
+    return (pages - free) * size, tables
 
 
 def run(home: Path, args: argparse.Namespace) -> None:
@@ -88,16 +112,22 @@ def run(home: Path, args: argparse.Namespace) -> None:
         asyncio.run(drive(target, 0, args.warmup, args.concurrency))
         wait_lanes_idle(server.url)
         warm = rss_mib(pid)
+        warm_db, warm_tables = db_bytes(home / "state.db")
         rate = asyncio.run(drive(target, args.warmup, args.chats, args.concurrency))
         loaded = rss_mib(pid)
         waited = wait_lanes_idle(server.url)
         idle = rss_mib(pid)
+        idle_db, idle_tables = db_bytes(home / "state.db")
     per_chat = (idle - warm) * 1024 * 1024 / args.chats
     print(f"{args.chats} chats, one turn each, at {rate:.0f} turns/s ({args.concurrency} at once)")
     print(f"RSS warm ({args.warmup} chats):       {warm:8.1f} MiB")
     print(f"RSS after the last reply:      {loaded:8.1f} MiB")
     print(f"RSS with every worker exited:  {idle:8.1f} MiB (after {waited:.0f} s)")
     print(f"per idle chat:                 {per_chat:8.0f} bytes")
+    print(f"state.db per idle session:     {(idle_db - warm_db) / args.chats:8.0f} bytes")
+    grown = {t: (n - warm_tables.get(t, 0)) / args.chats for t, n in idle_tables.items()}
+    for table, per in sorted(grown.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {table:32} {per:8.0f} bytes a session")
 
 
 def main(argv: list[str] | None = None) -> int:

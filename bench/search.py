@@ -64,8 +64,8 @@ def build(path: Path, messages: int, sessions: int, seed: int) -> float:
     with conn:
         conn.executemany(
             "INSERT INTO sessions (id, session_key, platform, chat_id, user_id, started_at, "
-            "last_active_at, provider, model, system_prompt) "
-            "VALUES (?, ?, 'telegram', ?, ?, 0, 0, 'offline', 'offline', '')",
+            "last_active_at, provider, model) "
+            "VALUES (?, ?, 'telegram', ?, ?, 0, 0, 'offline', 'offline')",
             [(f"s{n}", f"telegram:c{n}", f"c{n}", f"u{n % 997}") for n in range(sessions)],
         )
     elapsed = 0.0

@@ -61,7 +61,8 @@ class CoreSettings:
     access: Mapping[str, AccessRules] = field(default_factory=dict)
     # A chat's lane worker exits after this long without work.
     idle_worker_seconds: float = 300.0
-    session_cache_size: int = 4096
+    # Estimated bytes of the transcripts kept in memory (``core.session_cache``).
+    session_cache_bytes: int = 256 * 1024 * 1024
     # Model calls per turn before the tool loop gives up.
     max_iterations: int = 20
     # Tool calls run per turn; calls past it are answered "not run" and the turn stops.
@@ -120,7 +121,7 @@ class Core:
             clock,
             hooks,
             caller_context_for=caller_context_for,
-            cache_size=settings.session_cache_size,
+            cache_bytes=settings.session_cache_bytes,
             marks=ForgetMarks(settings.forget_marks) if settings.forget_marks else None,
         )
         self.outbox = Outbox(db, clock, senders, self.stats)
@@ -197,6 +198,7 @@ class Core:
             processor.cancelled,
             idle_seconds=settings.idle_worker_seconds,
             pace=limiter.pace,
+            on_idle=self.sessions.idle,
         )
         return Ingress(
             db,

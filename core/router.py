@@ -3,7 +3,8 @@
 Each key gets a lane: a FIFO of work items (an inbox item and what it asks for) and
 one worker task that drains it.
 Lanes of different keys run concurrently; a lane's worker exits when its queue has
-been empty for ``idle_seconds``. ``cancel`` stops the item a lane is running (for
+been empty for ``idle_seconds``, and ``on_idle`` hears the key (the session keeper
+lets the chat's transcript go then). ``cancel`` stops the item a lane is running (for
 ``/stop``) without touching what is queued behind it. ``drain`` (the gateway is
 stopping) lets each lane finish the item it is running, for a grace period, and start
 nothing more. ``pace`` (the per-chat rate limit, ``core.rate_limit``) may hold a lane's
@@ -74,8 +75,10 @@ class SessionRouter(Generic[W]):
         *,
         idle_seconds: float = 300.0,
         pace: Pace = _unpaced,
+        on_idle: Callable[[str], None] = lambda _key: None,
     ) -> None:
         self._handle = handle
+        self._on_idle = on_idle
         self._on_cancelled = on_cancelled
         self._pace = pace
         self._idle = idle_seconds
@@ -177,6 +180,8 @@ class SessionRouter(Generic[W]):
                 if not lane.queue:
                     await self._wait_for_work(lane)
                     if not lane.queue:
+                        if not self._draining:
+                            self._on_idle(key)
                         return  # idle for ``idle_seconds``
                     continue
                 await self._paced(lane, lane.queue[0].id)

@@ -8,6 +8,11 @@ from core import compaction
 from core.models.base import ChatMessage
 from core.store.records import SessionRow
 
+# Python's share of each message beside its text: the ChatMessage, its strings' headers,
+# the list slot (measured with ``sys.getsizeof`` on typical messages, rounded up).
+MESSAGE_OVERHEAD_BYTES = 200
+ROW_OVERHEAD_BYTES = 600
+
 
 @dataclass(slots=True)
 class SessionState:
@@ -25,3 +30,13 @@ class SessionState:
         self.chars += compaction.message_chars(self.history[self.counted :])
         self.counted = len(self.history)
         return self.chars
+
+    def weigh(self) -> int:
+        """Estimated bytes this state holds in memory (``core.session_cache``): its
+        prompt, tool list and transcript, and any serialised request form kept beside it."""
+        row = self.row
+        weight = ROW_OVERHEAD_BYTES + len(row.system_prompt) + len(row.tool_specs or "")
+        weight += self.history_chars() + MESSAGE_OVERHEAD_BYTES * len(self.history)
+        # A per-session byte cache of the request form (issue 19's wire lane), if any.
+        wire = getattr(self, "wire", None)
+        return weight + int(getattr(wire, "nbytes", 0))

@@ -1,7 +1,8 @@
 """Which session a chat is in: the active session, its cached transcript, compaction.
 
 One active session per key lives in the SessionDB; this keeps the ones in use in an
-LRU with their transcripts as the model saw them, opens a session (building and
+LRU bounded by bytes (``core.session_cache``) with their transcripts as the model saw
+them, lets an idle chat's transcript go (``idle``), opens a session (building and
 storing its system prompt once) when a chat has none, and compacts a session into a
 child session when asked (``compact``; when to do it is the compaction feature's call).
 """
@@ -12,7 +13,6 @@ import asyncio
 import dataclasses
 import logging
 import secrets
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
@@ -24,6 +24,7 @@ from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.people.marks import ForgetMarks, key_digest
 from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
+from core.session_cache import SessionCache
 from core.session_state import SessionState
 from core.session_tools import SessionTools, ToolOffer, freeze, place_of
 from core.store.db import SessionDB
@@ -49,7 +50,7 @@ class SessionKeeper:
         hooks: TurnHooks,
         *,
         caller_context_for: CallerContextFor,
-        cache_size: int,
+        cache_bytes: int,
         marks: ForgetMarks | None = None,
     ) -> None:
         self._db = db
@@ -59,13 +60,31 @@ class SessionKeeper:
         self._clock = clock
         self._hooks = hooks
         self._caller_context_for = caller_context_for
-        self._cache_size = cache_size
         self._marks = marks
-        self._sessions: OrderedDict[str, SessionState] = OrderedDict()
+        self._sessions = SessionCache(cache_bytes)
+
+    @property
+    def cached_count(self) -> int:
+        """Sessions whose transcript is in memory."""
+        return len(self._sessions)
+
+    @property
+    def cached_bytes(self) -> int:
+        """Their estimated bytes together (``SessionState.weigh``)."""
+        return self._sessions.nbytes
 
     def cached(self, key: str) -> SessionState | None:
         self._drop_forgotten()
-        return self._sessions.get(key)
+        return self._sessions.peek(key)
+
+    def grew(self, key: str) -> None:
+        """A turn added to ``key``'s transcript: weigh it again, within the byte cap."""
+        self._sessions.reweigh(key)
+
+    def idle(self, key: str) -> None:
+        """``key``'s chat has gone quiet (its lane worker exited): let its transcript go.
+        Its next message reads it back from the SessionDB."""
+        self._sessions.pop(key)
 
     def _drop_forgotten(self) -> None:
         """Drop transcripts a forgetting in another process made stale (``core.people.marks``)."""
@@ -74,17 +93,17 @@ class SessionKeeper:
         stale = self._marks.stale_keys()
         if stale:
             for key in [k for k in self._sessions if key_digest(k) in stale]:
-                del self._sessions[key]
+                self._sessions.pop(key)
 
     def forget(self, key: str) -> None:
-        self._sessions.pop(key, None)
+        self._sessions.pop(key)
 
     async def current(self, item: InboxItem) -> SessionState:
         """The chat's active session and its transcript, opening a session if none is."""
         key = item.session_key
-        state = self.cached(key)
+        self._drop_forgotten()
+        state = self._sessions.use(key)
         if state is not None:
-            self._sessions.move_to_end(key)
             return state
         row = await self._db.active_session(key) or await self._open(item)
         if row.tool_specs is None:  # opened before tool lists were frozen: freeze it now
@@ -93,9 +112,8 @@ class SessionKeeper:
         await self._hooks.started(row)
         # A session opened just now has no transcript to read back.
         stored = await self._db.history(row.id) if row.message_count else []
-        state = self._sessions[key] = SessionState(row, [to_chat(m) for m in stored])
-        while len(self._sessions) > self._cache_size:
-            self._sessions.popitem(last=False)
+        state = SessionState(row, [to_chat(m) for m in stored])
+        self._sessions.put(key, state)
         return state
 
     def offer(self, row: SessionRow) -> ToolOffer:
@@ -186,6 +204,6 @@ class SessionKeeper:
         await self._hooks.ended(state.row.id)
         await self._hooks.started(row)
         compacted = SessionState(row, [to_chat(m) for m in compaction.as_stored(opening)])
-        self._sessions[item.session_key] = compacted
+        self._sessions.put(item.session_key, compacted)
         log.info("session %s compacted into %s", state.row.id, row.id)
         return compacted

@@ -319,6 +319,7 @@ class TurnProcessor:
             message_count=state.row.message_count + len(result.messages),
             last_active_at=now,
         )
+        self._sessions.grew(item.session_key)
         self._stats.observe_turn(item.message.platform, "done", now - started)
         log.debug("turn done in %.3f s", now - started)
         await self._hooks.finished(state, item, result)

@@ -64,6 +64,16 @@ class _GatewayCollector(Collector):
         yield _gauge(
             "chatgate_active_sessions", "Sessions with a live lane worker", core.active_lanes
         )
+        yield _gauge(
+            "chatgate_cached_sessions",
+            "Sessions whose transcript is in memory",
+            core.sessions.cached_count,
+        )
+        yield _gauge(
+            "chatgate_session_cache_bytes",
+            "Estimated bytes of the transcripts in memory",
+            core.sessions.cached_bytes,
+        )
         if self._outbox_pending is not None:
             yield _gauge(
                 "chatgate_outbox_pending", "Replies not delivered yet", self._outbox_pending

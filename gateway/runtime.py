@@ -280,6 +280,7 @@ def _core_settings(settings: Settings) -> CoreSettings:
         ),
         access=platforms.access_rules(settings),
         idle_worker_seconds=settings.sessions.idle_worker_seconds,
+        session_cache_bytes=settings.sessions.cache_bytes,
         max_iterations=settings.sessions.max_iterations,
         max_tool_calls_per_turn=settings.sessions.max_tool_calls_per_turn,
         tools=settings.tools.policy(),

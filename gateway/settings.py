@@ -110,6 +110,9 @@ class SessionSettings(Section):
     # stops with one line.
     max_tool_calls_per_turn: int = Field(default=50, ge=1, le=10_000)
     idle_worker_seconds: float = Field(default=300.0, gt=0)
+    # Transcripts kept in memory, in (estimated) bytes; the least recently used go first
+    # and are read back from the SessionDB when their chat speaks again.
+    cache_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
     # The longest a turn (model calls and tools) may run before it is failed.
     turn_timeout_seconds: float = Field(default=300.0, gt=0)
 

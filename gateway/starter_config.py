@@ -65,6 +65,9 @@ sessions:
   max_iterations: 20       # model calls per turn before the tool loop gives up
   max_tool_calls_per_turn: 50  # tool calls a turn may run; then it stops with one line
   idle_worker_seconds: 300 # a chat's worker exits after this long without messages
+                           # and its transcript leaves memory (read back when it speaks)
+  cache_bytes: 268435456   # transcripts kept in memory, in bytes (256 MiB); the least
+                           # recently used go first and are read back when needed
   turn_timeout_seconds: 300  # a turn's model calls and tools together; then one line
 
 recovery:

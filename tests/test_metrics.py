@@ -36,6 +36,8 @@ EXPECTED = {
     "chatgate_inbox_backlog": ("gauge", set()),
     "chatgate_outbox_pending": ("gauge", set()),
     "chatgate_active_sessions": ("gauge", set()),
+    "chatgate_cached_sessions": ("gauge", set()),
+    "chatgate_session_cache_bytes": ("gauge", set()),
     "chatgate_adapter_connected": ("gauge", {"platform"}),
     "chatgate_store_writable": ("gauge", set()),
     "chatgate_build_info": ("gauge", {"version", "python"}),

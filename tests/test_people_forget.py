@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import select, text
 
 from core.store.db import SessionDB
-from core.store.schema import messages, sessions
+from core.store.schema import messages, prompts, sessions
 from core.store.search.matches import SearchScope
 from tests.direct_sql import DirectSql
 from tests.gateway_server import notes_stored, running_gateway
@@ -89,6 +89,8 @@ async def test_forget_takes_one_persons_words_everywhere(
         rows = await sql.rows(select(messages.c.content, messages.c.role, messages.c.session_id))
         left = " ".join(r.content or "" for r in rows)
         group = await sql.rows(select(sessions).where(sessions.c.id == group_id))
+        kept_prompts = {r.hash for r in await sql.rows(select(prompts.c.hash))}
+        used = await sql.rows(select(sessions.c.prompt_hash, sessions.c.tools_hash))
         await _index_is_clean(sql, url)
     for gone in ("zebraflux", "xylophonic", "秘密"):
         assert gone not in left
@@ -97,6 +99,9 @@ async def test_forget_takes_one_persons_words_everywhere(
     shared = [r for r in rows if r.session_id == group_id]
     assert [r.role for r in shared] == ["user", "assistant"]  # Bob's whole turn, valid
     assert group[0].end_reason == "forget"  # Alice opened it: her prompt snapshot goes
+    assert group[0].prompt_hash is None
+    # No stored prompt outlives the sessions that used it.
+    assert kept_prompts == {h for r in used for h in r if h is not None}
     with sqlite3.connect(home / "memory_provider" / "notes.sqlite3") as notes:
         owners = [r[0] for r in notes.execute("SELECT owner FROM exchanges")]
     assert owners == ["webhook:bob", "webhook:bob"]  # each filed under its author

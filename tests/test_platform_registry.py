@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from adapters import registry
 from core.errors import ConfigError
-from core.store.schema import outbox, sessions
+from core.store.schema import outbox, prompts, sessions
 from gateway.config import load_settings, starter_config
 from tests import testroom_platform
 from tests.direct_sql import read_rows
@@ -42,10 +42,15 @@ async def test_a_registered_platform_runs_end_to_end(home: Path) -> None:
     [reply] = sent
     assert reply["chat_id"] == "kitchen"  # the section from config.yaml was read
     assert 'You said: "hello room"' in reply["text"]
-    [session] = await read_rows(url, select(sessions).where(sessions.c.platform == "testroom"))
+    [session] = await read_rows(
+        url,
+        select(sessions, prompts.c.body)
+        .join(prompts, prompts.c.hash == sessions.c.prompt_hash)
+        .where(sessions.c.platform == "testroom"),
+    )
     assert session.session_key == "testroom:kitchen"
     assert session.user_id == "carol"  # the platform's env var was read
-    assert testroom_platform.PROMPT_HINT in session.system_prompt
+    assert testroom_platform.PROMPT_HINT in session.body
     [row] = await read_rows(url, select(outbox).where(outbox.c.platform == "testroom"))
     # Sent by push delivery from the outbox, and recorded there as delivered.
     assert row.status == "delivered"

@@ -59,7 +59,6 @@ class _migrated:  # noqa: N801 - reads as a context manager function
                         last_active_at=T0,
                         provider="offline",
                         model="offline",
-                        system_prompt="",
                     )
                 )
         return self._engines.write

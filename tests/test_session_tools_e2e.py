@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from core.models.base import ToolSpec
-from core.store.schema import sessions
+from core.store.schema import prompts, sessions
 from core.tools import ToolContext
 from gateway.features.search import GUIDANCE as SEARCH_GUIDANCE
 from tests.direct_sql import DirectSql, read_rows
@@ -123,14 +123,16 @@ async def test_a_session_from_before_frozen_lists_freezes_its_list_at_its_next_t
         await gw.say("hello")
         url = gw.settings.database_url
     async with DirectSql(url) as sql, sql.begin() as conn:  # as migration 0010 left it
-        await conn.execute(update(sessions).values(tool_specs=None))
+        await conn.execute(update(sessions).values(tools_hash=None))
     async with running_gateway(home, fake_openai.gateway_env(), tools=[ProbeTool()]) as gw:
         await gw.say("after the upgrade")
         gw.gateway.core.tools.register(ProbeTool("mcp_probe_late"))
         await gw.say("and again")
-    stored = await read_rows(url, select(sessions.c.tool_specs))
+    stored = await read_rows(
+        url, select(prompts.c.body).join(sessions, sessions.c.tools_hash == prompts.c.hash)
+    )
 
     _, upgraded, again = fake_openai.requests
     assert "mcp_probe_ping" in tool_names(upgraded)  # frozen from what was offered then
     assert tool_bytes(again) == tool_bytes(upgraded)
-    assert [json.loads(row.tool_specs)[-1]["name"] for row in stored] == ["mcp_probe_ping"]
+    assert [json.loads(row.body)[-1]["name"] for row in stored] == ["mcp_probe_ping"]

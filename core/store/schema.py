@@ -46,11 +46,14 @@ sessions = Table(
     Column("last_active_at", Float, nullable=False),
     Column("provider", String(32), nullable=False),
     Column("model", String(255), nullable=False),
-    Column("system_prompt", Text, nullable=False),
+    # The frozen system prompt, stored once in ``prompts`` (``core.store.prompts``) with
+    # the session's own id cut out at ``prompt_id_at``; NULL: blanked (a forgetting).
+    Column("prompt_hash", String(32)),
+    Column("prompt_id_at", Integer),
     Column("prompt_tiers", JSON),
-    # The tool specs the session offers, as JSON, byte for byte what every turn sends
-    # (``core.session_tools``); NULL for a session opened before they were frozen.
-    Column("tool_specs", Text),
+    # The tool specs the session offers, as JSON in ``prompts``, byte for byte what every
+    # turn sends (``core.session_tools``); NULL for a session opened before they were frozen.
+    Column("tools_hash", String(32)),
     Column("title", String(255)),
     Column("message_count", Integer, nullable=False, server_default="0"),
     Column("turn_count", Integer, nullable=False, server_default="0"),
@@ -70,6 +73,16 @@ sessions = Table(
     ),
     Index("ix_sessions_key_started", "session_key", "started_at"),
     Index("ix_sessions_parent", "parent_session_id"),
+)
+
+# Prompts and tool lists, each stored once however many sessions use it: thousands of
+# chats opened on the same day with the same memory share one row.
+prompts = Table(
+    "prompts",
+    metadata,
+    Column("hash", String(32), primary_key=True),
+    Column("body", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
 )
 
 messages = Table(

@@ -7,18 +7,29 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.media.refs import refs_from_json
+from core.store import prompts
 from core.store.records import SessionRow, StoredMessage
 from core.store.schema import messages, sessions
 from core.store.text import scrub_row
 from core.store.tx import Tx, insert_sql
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(SessionRow))
-_OPEN = insert_sql("sessions", _FIELDS, " ON CONFLICT DO NOTHING")
-_ACTIVE = "SELECT * FROM sessions WHERE session_key = :key AND ended_at IS NULL"
+# ``system_prompt`` and ``tool_specs`` live in ``prompts``; the row points at them.
+_STORED = ("system_prompt", "tool_specs")
+_COLUMNS = (
+    *(f for f in _FIELDS if f not in _STORED),
+    "prompt_hash",
+    "prompt_id_at",
+    "tools_hash",
+)
+_OPEN = insert_sql("sessions", _COLUMNS, " ON CONFLICT DO NOTHING")
+_ACTIVE = f"{prompts.SESSION_SQL} WHERE s.session_key = :key AND s.ended_at IS NULL"
+_BY_ID = text(f"{prompts.SESSION_SQL} WHERE s.id = :id")
+_RECENT = text(f"{prompts.SESSION_SQL} ORDER BY s.last_active_at DESC LIMIT :limit")
 _END = (
     "UPDATE sessions SET ended_at = :at, end_reason = :reason WHERE id = :id AND ended_at IS NULL"
 )
@@ -29,14 +40,18 @@ def open_session(tx: Tx, new: SessionRow) -> SessionRow:
 
     The partial unique index on active keys decides races between replicas.
     """
-    row = dataclasses.asdict(new)
+    row = scrub_row(dataclasses.asdict(new))
     row["prompt_tiers"] = json.dumps(new.prompt_tiers) if new.prompt_tiers is not None else None
-    tx.execute(_OPEN, scrub_row(row))
+    stored = {name: row.pop(name) for name in _STORED}
+    at = new.started_at
+    row.update(prompts.columns(tx, new.id, stored["system_prompt"], stored["tool_specs"], at))
+    tx.execute(_OPEN, row)
     current = tx.fetch(_ACTIVE, {"key": new.session_key})
     return session_from_row(current[0])
 
 
-_FREEZE_TOOLS = "UPDATE sessions SET tool_specs = :specs WHERE id = :id AND tool_specs IS NULL"
+_FREEZE_TOOLS = "UPDATE sessions SET tools_hash = :hash WHERE id = :id AND tools_hash IS NULL"
+_TOOLS = "SELECT t.body FROM sessions s JOIN prompts t ON t.hash = s.tools_hash WHERE s.id = :id"
 
 
 def freeze_tools(tx: Tx, session_id: str, specs: str) -> str:
@@ -44,10 +59,10 @@ def freeze_tools(tx: Tx, session_id: str, specs: str) -> str:
 
     Once set, a session's list is never rewritten: a replica that froze it first wins.
     """
-    tx.execute(_FREEZE_TOOLS, {"id": session_id, "specs": specs})
-    found = tx.fetch("SELECT tool_specs FROM sessions WHERE id = :id", {"id": session_id})
-    stored = found[0]["tool_specs"] if found else None
-    return stored if stored is not None else specs
+    # Only sessions opened before tool lists were frozen get here: no time to record.
+    tx.execute(_FREEZE_TOOLS, {"id": session_id, "hash": prompts.put(tx, specs, 0.0)})
+    stored = tx.scalar(_TOOLS, {"id": session_id})
+    return str(stored) if stored is not None else specs
 
 
 def end(tx: Tx, session_id: str, reason: str, at: float) -> None:
@@ -56,16 +71,12 @@ def end(tx: Tx, session_id: str, reason: str, at: float) -> None:
 
 async def active(conn: AsyncConnection, key: str) -> SessionRow | None:
     """The session currently open for ``key``, if any."""
-    row = (
-        await conn.execute(
-            select(sessions).where(sessions.c.session_key == key, sessions.c.ended_at.is_(None))
-        )
-    ).one_or_none()
+    row = (await conn.execute(text(_ACTIVE), {"key": key})).one_or_none()
     return session_from_row(row._mapping) if row is not None else None
 
 
 async def get(conn: AsyncConnection, session_id: str) -> SessionRow | None:
-    row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).one_or_none()
+    row = (await conn.execute(_BY_ID, {"id": session_id})).one_or_none()
     return session_from_row(row._mapping) if row is not None else None
 
 
@@ -123,15 +134,16 @@ async def count_active(conn: AsyncConnection) -> int:
 
 
 async def recent(conn: AsyncConnection, limit: int) -> list[SessionRow]:
-    rows = await conn.execute(
-        select(sessions).order_by(sessions.c.last_active_at.desc()).limit(limit)
-    )
+    rows = await conn.execute(_RECENT, {"limit": limit})
     return [session_from_row(r._mapping) for r in rows]
 
 
 def session_from_row(row: Mapping[Any, Any]) -> SessionRow:
-    """A sessions row (from SQLAlchemy or a raw ``Tx.fetch``) as a ``SessionRow``."""
-    values = {name: row[name] for name in _FIELDS}
+    """A ``prompts.SESSION_SQL`` row (from SQLAlchemy or a raw ``Tx.fetch``) as a
+    ``SessionRow``, its prompt and tool list read back from ``prompts``."""
+    values = {name: row[name] for name in _FIELDS if name not in _STORED}
+    values["system_prompt"] = prompts.prompt_of(row)
+    values["tool_specs"] = row["tools_body"]
     if isinstance(values["prompt_tiers"], str):
         values["prompt_tiers"] = json.loads(values["prompt_tiers"])
     return SessionRow(**values)

@@ -137,10 +137,11 @@ def _forget_sessions(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
 def end_for_forget(tx: Tx, session_id: str, at: float) -> None:
     """End a shared session whose frozen prompt was built with the person's data, and
     blank that prompt: the session is never replayed again, its transcript stays
-    searchable, and the chat's next message opens a fresh session."""
+    searchable, and the chat's next message opens a fresh session. The prompt's row
+    goes with the next ``prompts.prune`` unless another session shares it."""
     tx.execute(
-        "UPDATE sessions SET ended_at = :at, end_reason = 'forget', system_prompt = '' "
-        "WHERE id = :id AND ended_at IS NULL",
+        "UPDATE sessions SET ended_at = :at, end_reason = 'forget', prompt_hash = NULL, "
+        "prompt_id_at = NULL WHERE id = :id AND ended_at IS NULL",
         {"id": session_id, "at": at},
     )
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.people.person import Person
+from core.store import prompts
 from core.store.people.areas import DB_AREAS, ForgetContext, Rows
 from core.store.people.drop import drop_session
 from core.store.people.plan import plan
@@ -84,7 +85,8 @@ class PeopleStore:
 
     async def prune(self, ended_before: float, limit: int) -> Pruned:
         """Delete up to ``limit`` sessions ended before ``ended_before``, oldest first."""
-        return await self._writer.run(lambda tx: _prune(tx, ended_before, limit))
+        sqlite = self._sqlite_file is not None
+        return await self._writer.run(lambda tx: _prune(tx, ended_before, limit, sqlite=sqlite))
 
     async def reclaim(self) -> None:
         """After a forgetting: move the WAL into the database file and empty it (SQLite;
@@ -104,6 +106,7 @@ def _forget(tx: Tx, person: Person, ctx: ForgetContext, *, sqlite: bool) -> Forg
         found.params(),
     )
     counts = {area.name: area.forget(tx, found, ctx) for area in DB_AREAS}
+    prompts.prune(tx, lock=not sqlite)  # their prompts (a USER.md snapshot) go with them
     if sqlite:
         _optimize(tx)
     return Forgotten(counts, keys, int(waiting or 0))
@@ -127,13 +130,14 @@ def _optimize(tx: Tx) -> None:
             tx.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')", {})
 
 
-def _prune(tx: Tx, ended_before: float, limit: int) -> Pruned:
+def _prune(tx: Tx, ended_before: float, limit: int, *, sqlite: bool) -> Pruned:
     rows = tx.fetch(
         "SELECT id, session_key FROM sessions WHERE ended_at IS NOT NULL AND ended_at < :before "
         "ORDER BY ended_at LIMIT :limit",
         {"before": ended_before, "limit": limit},
     )
     messages = sum(drop_session(tx, row["id"]) for row in rows)
+    prompts.prune(tx, lock=not sqlite)
     keys = tuple(sorted({str(row["session_key"]) for row in rows}))
     return Pruned(len(rows), messages, keys)
 
