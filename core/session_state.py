@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core import compaction
 from core.models.base import ChatMessage
+from core.models.wire import WireCache
 from core.store.records import SessionRow
 
 
@@ -18,6 +19,8 @@ class SessionState:
     # Characters of ``history[:counted]``, kept as the history grows (it only appends).
     counted: int = 0
     chars: int = 0
+    # Each message's request bytes, per provider dialect (``core.models.wire``).
+    wire: WireCache = field(default_factory=WireCache)
 
     def history_chars(self) -> int:
         if self.counted > len(self.history):  # replaced, not appended: count afresh

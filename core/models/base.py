@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from core.media.refs import MediaRef
+
+if TYPE_CHECKING:
+    from core.models.wire import WireCache
 
 Role = Literal["user", "assistant", "tool"]
 TextSink = Callable[[str], Awaitable[None]]
@@ -56,12 +59,15 @@ class ModelRequest:
 
     ``system`` is sent byte for byte as stored on the session. With ``on_text`` set the
     provider streams (whatever ``ModelConfig.stream`` says) and passes it each text delta.
+    ``wire`` is the session's ``WireCache``: the messages it has seen are not encoded
+    again (None: everything is encoded for this request alone).
     """
 
     system: str
     messages: Sequence[ChatMessage]
     tools: Sequence[ToolSpec] = ()
     on_text: TextSink | None = None
+    wire: WireCache | None = None
 
 
 @dataclass(frozen=True, slots=True)
