@@ -50,11 +50,12 @@ def dumps_text(value: str | None) -> bytes:
 class _Dialect:
     """One dialect's kept messages and their bytes, position for position."""
 
-    __slots__ = ("messages", "nbytes", "parts", "tools", "tools_bytes")
+    __slots__ = ("messages", "nbytes", "parts", "tools", "tools_bytes", "unkept")
 
     def __init__(self) -> None:
         self.messages: list[ChatMessage] = []
         self.parts: list[bytes | None] = []
+        self.unkept: list[int] = []  # positions whose bytes are not kept (images)
         self.nbytes = 0
         self.tools: tuple[ToolSpec, ...] = ()
         self.tools_bytes = b""
@@ -63,6 +64,7 @@ class _Dialect:
         for part in self.parts[keep:]:
             self.nbytes -= _weight(part)
         del self.messages[keep:], self.parts[keep:]
+        self.unkept = [i for i in self.unkept if i < keep]
 
 
 def _weight(part: bytes | None) -> int:
@@ -91,17 +93,20 @@ class WireCache:
         same = _common_prefix(kept.messages, messages)
         if same < len(kept.messages):
             kept.truncate(same)
-        for message in messages[same:]:
-            data, keep = encode(message)
+        fresh: dict[int, bytes] = {}
+        for i in range(same, len(messages)):
+            data, keep = encode(messages[i])
             part = data if keep else None
-            kept.messages.append(message)
+            if part is None:
+                fresh[i] = data
+                kept.unkept.append(i)
+            kept.messages.append(messages[i])
             kept.parts.append(part)
             kept.nbytes += _weight(part)
-        out = kept.parts[: len(messages)]
-        missing = [i for i, part in enumerate(out) if part is None]
-        for i in missing:  # images: encoded for this request only
-            out[i] = encode(messages[i])[0]
-        return out  # type: ignore[return-value]  # every None was just replaced
+        out = kept.parts.copy()
+        for i in kept.unkept:  # images: encoded for this request only
+            out[i] = fresh[i] if i in fresh else encode(messages[i])[0]
+        return out  # type: ignore[return-value]  # every None was replaced
 
     def tools(
         self, dialect: str, specs: Sequence[ToolSpec], encode: Callable[[Sequence[ToolSpec]], bytes]
