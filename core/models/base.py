@@ -10,12 +10,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from core.media.refs import MediaRef
-
-if TYPE_CHECKING:
-    from core.models.wire import WireCache
 
 Role = Literal["user", "assistant", "tool"]
 TextSink = Callable[[str], Awaitable[None]]
@@ -53,6 +50,29 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+class RequestWire(Protocol):
+    """A session's messages as request bytes, kept between requests
+    (``core.models.wire.WireCache``)."""
+
+    def parts(
+        self,
+        dialect: str,
+        messages: Sequence[ChatMessage],
+        encode: Callable[[ChatMessage], tuple[bytes, bool]],
+    ) -> list[bytes]:
+        """The bytes of each of ``messages``, encoding with ``encode`` only what is new."""
+        ...
+
+    def tools(
+        self,
+        dialect: str,
+        specs: Sequence[ToolSpec],
+        encode: Callable[[Sequence[ToolSpec]], bytes],
+    ) -> bytes:
+        """The encoded tool list, encoded again only when the specs change."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything one model call needs.
@@ -67,7 +87,7 @@ class ModelRequest:
     messages: Sequence[ChatMessage]
     tools: Sequence[ToolSpec] = ()
     on_text: TextSink | None = None
-    wire: WireCache | None = None
+    wire: RequestWire | None = None
 
 
 @dataclass(frozen=True, slots=True)

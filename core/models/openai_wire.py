@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from core.models.base import ChatMessage, ToolCall, ToolSpec
+from core.models.base import ChatMessage, RequestWire, ToolCall, ToolSpec
 from core.models.image_data import NO_IMAGES, LoadedImages
-from core.models.wire import Encoder, WireCache, dumps, dumps_text
+from core.models.wire import Encoder, dumps, dumps_text
 
 if TYPE_CHECKING:  # the SDK's typed dicts, for the checker only: importing it is slow
     from openai.types.chat import (
@@ -146,7 +146,7 @@ def openai_body(
     max_tokens: int,
     stream: bool,
     images: LoadedImages,
-    wire: WireCache,
+    wire: RequestWire,
 ) -> bytes:
     """The request body (see the module docstring)."""
     parts = wire.parts(DIALECT, messages, encoder(images))
