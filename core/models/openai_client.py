@@ -20,9 +20,8 @@ Failures become ``core.errors`` types, as the SDK's errors did:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import orjson
 
 from core.errors import (
@@ -40,6 +39,9 @@ from core.models.openai_wire import to_openai_tools as to_openai_tools
 from core.models.openai_wire import user_content as user_content
 from core.models.status import status_error
 from core.models.wire import WireCache
+
+if TYPE_CHECKING:  # the SDK is imported only to translate its errors (audio)
+    import openai
 
 PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -159,6 +161,8 @@ class StreamAccumulator:
 
 def translate_error(exc: openai.OpenAIError) -> ModelError:
     """The ``core.errors`` exception for an SDK error (see the module docstring)."""
+    import openai  # loaded already: the caller used the SDK
+
     if isinstance(exc, openai.APITimeoutError):
         return ModelTimeout("openai: the request timed out", provider=PROVIDER)
     if isinstance(exc, openai.APIConnectionError):
