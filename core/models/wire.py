@@ -19,6 +19,7 @@ never see it half-updated.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,6 +125,8 @@ class WireCache:
 def _common_prefix(kept: Sequence[ChatMessage], messages: Sequence[ChatMessage]) -> int:
     """How many leading messages are the very same objects in both."""
     n = min(len(kept), len(messages))
+    if all(map(operator.is_, kept[:n], messages[:n])):  # the usual case, checked in C
+        return n
     for i in range(n):
         if kept[i] is not messages[i]:
             return i
