@@ -115,9 +115,7 @@ class WireCache:
         """The encoded tool list, kept while the session offers the same specs."""
         kept = self._dialects.setdefault(dialect, _Dialect())
         frozen = tuple(specs)
-        if len(frozen) != len(kept.tools) or any(
-            a is not b for a, b in zip(frozen, kept.tools, strict=True)
-        ):
+        if frozen != kept.tools:  # the same objects, or equal ones: no encoding
             kept.tools, kept.tools_bytes = frozen, encode(frozen)
         return kept.tools_bytes
 
