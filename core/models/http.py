@@ -19,13 +19,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
 from core.errors import ModelError, ModelTimeout, ProviderUnavailable
 from core.models.status import status_error
+
+if TYPE_CHECKING:
+    import aiohttp
 
 # As many connections as the SDKs' httpx pools allowed: one per turn in flight.
 MAX_CONNECTIONS = 1000
@@ -45,18 +47,24 @@ class ModelHTTP:
     def __init__(self, provider: str, headers: Mapping[str, str], timeout: float) -> None:
         self._provider = provider
         self._headers = {"content-type": "application/json", **headers}
-        self._timeout = aiohttp.ClientTimeout(
-            total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
-        )
+        self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            # Imported on the first call, not at start: it takes a while to import, and a
+            # gateway on the offline model (or one that only starts) never needs it.
+            import aiohttp
+
+            seconds = self._timeout
+            timeout = aiohttp.ClientTimeout(
+                total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
+            )
             connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers=self._headers,
-                timeout=self._timeout,
+                timeout=timeout,
                 trust_env=True,  # proxies from the environment, as httpx honoured them
                 skip_auto_headers=("User-Agent",),
             )
@@ -89,7 +97,7 @@ class ModelHTTP:
                         data.append(line[5:].removeprefix(" "))
                     elif line.startswith("event:"):
                         event = line[6:].strip()
-            except (TimeoutError, aiohttp.ClientError) as exc:
+            except (TimeoutError, _client_error()) as exc:
                 raise self._transport_error(exc) from exc
             if data:
                 yield SSE(event, "\n".join(data))
@@ -103,7 +111,7 @@ class ModelHTTP:
                 if response.status >= 400:
                     raise await self._status_error(response)
                 yield response
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        except (TimeoutError, _client_error()) as exc:
             raise self._transport_error(exc) from exc
 
     async def _status_error(self, response: aiohttp.ClientResponse) -> ModelError:
@@ -121,6 +129,13 @@ class ModelHTTP:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _client_error() -> type[Exception]:
+    """aiohttp's base error (aiohttp is loaded once a session exists)."""
+    import aiohttp
+
+    return aiohttp.ClientError
 
 
 def _error_message(text: str) -> str:
