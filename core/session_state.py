@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core import compaction
 from core.models.base import ChatMessage
+from core.models.wire import WireCache
 from core.store.records import SessionRow
 
 # Python's share of each message beside its text: the ChatMessage, its strings' headers,
@@ -23,6 +24,8 @@ class SessionState:
     # Characters of ``history[:counted]``, kept as the history grows (it only appends).
     counted: int = 0
     chars: int = 0
+    # Each message's request bytes, per provider dialect (``core.models.wire``).
+    wire: WireCache = field(default_factory=WireCache)
 
     def history_chars(self) -> int:
         if self.counted > len(self.history):  # replaced, not appended: count afresh
@@ -37,6 +40,5 @@ class SessionState:
         row = self.row
         weight = ROW_OVERHEAD_BYTES + len(row.system_prompt) + len(row.tool_specs or "")
         weight += self.history_chars() + MESSAGE_OVERHEAD_BYTES * len(self.history)
-        # A per-session byte cache of the request form (issue 19's wire lane), if any.
-        wire = getattr(self, "wire", None)
-        return weight + int(getattr(wire, "nbytes", 0))
+        # The request bytes kept per message count as much as the transcript itself.
+        return weight + self.wire.nbytes

@@ -11,6 +11,7 @@ the list and answers a clear error when called (``ToolOffer.refusal``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -29,8 +30,11 @@ def freeze(specs: Sequence[ToolSpec]) -> str:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def thaw(frozen: str) -> tuple[ToolSpec, ...]:
-    """The specs ``freeze`` wrote, in their order."""
+    """The specs ``freeze`` wrote, in their order. Kept for the sessions in use: a turn
+    gets the very same specs as the last, so their encoding is kept too
+    (``core.models.wire``); nothing may change a spec's ``parameters`` in place."""
     return tuple(ToolSpec(s["name"], s["description"], s["parameters"]) for s in json.loads(frozen))
 
 

@@ -21,6 +21,7 @@ from core import turn_limits
 from core.clock import Clock
 from core.media.refs import MediaRef
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ToolCall
+from core.models.wire import WireCache
 from core.session_tools import ToolOffer
 from core.store.records import NewMessage, StoredMessage
 from core.streaming import NO_PREVIEW, TurnPreview
@@ -145,6 +146,7 @@ class TurnRunner:
         result: TurnResult | None = None,
         gate: CallGate | None = None,
         preview: TurnPreview = NO_PREVIEW,
+        wire: WireCache | None = None,
     ) -> TurnResult:
         """Run the loop; raise ``ModelError`` if the model cannot be reached.
 
@@ -161,6 +163,7 @@ class TurnRunner:
             result=result,
             gate=gate,
             preview=preview,
+            wire=wire,
         )
 
     async def resume(
@@ -174,12 +177,14 @@ class TurnRunner:
         result: TurnResult | None = None,
         gate: CallGate | None = None,
         preview: TurnPreview = NO_PREVIEW,
+        wire: WireCache | None = None,
     ) -> TurnResult:
         """Go on with a turn whose work so far is ``so_far`` (the user message first):
         its unanswered calls first, then the loop, never asking the model again for what
         ``so_far`` holds. ``offer``, ``result`` and ``gate`` are as for ``run``; the
         model's text streams into ``preview`` and each tool call shows there
-        (``core.streaming``)."""
+        (``core.streaming``). ``wire`` is the session's encoded messages
+        (``core.models.wire``), so the prefix is not encoded again."""
         result = result if result is not None else TurnResult()
         result.messages.extend(so_far)
         result.api_view.extend([*history, *(to_view(m) for m in so_far)])
@@ -191,7 +196,7 @@ class TurnRunner:
                 calls = unanswered_calls(so_far)
                 if not await self._run_calls(result, calls, ctx, offer, gate, preview):
                     return self.stop(result, turn_limits.tool_calls(self._max_tool_calls))
-                return await self._loop(system, result, ctx, offer, gate, used, preview)
+                return await self._loop(system, result, ctx, offer, gate, used, preview, wire)
             finally:
                 notes.usage(result.input_tokens, result.output_tokens)
 
@@ -204,12 +209,17 @@ class TurnRunner:
         gate: CallGate | None,
         used: int,
         preview: TurnPreview,
+        wire: WireCache | None = None,
     ) -> TurnResult:
         specs = list(offer.specs) if offer is not None else self.tools.specs()
         for _ in range(used, self._max_iterations):
             reply = await self.model.complete(
                 ModelRequest(
-                    system=system, messages=result.api_view, tools=specs, on_text=preview.on_text
+                    system=system,
+                    messages=result.api_view,
+                    tools=specs,
+                    on_text=preview.on_text,
+                    wire=wire,
                 )
             )
             self._record_reply(result, reply)

@@ -260,6 +260,7 @@ class TurnProcessor:
             result=partial,
             gate=self._gate_for(item) if self._gate_for is not None else None,
             preview=preview,
+            wire=state.wire,
         )
         return await self._watch.run(run, ChatTarget.of(msg), state.row.id)
 

@@ -12,60 +12,45 @@ results become ``tool_result`` blocks, and consecutive results are merged into o
 user message as the API expects. Stop reasons are reported in the OpenAI vocabulary
 (``stop``, ``tool_calls``, ``length``) so callers see one set of words.
 
-Streaming (when the request has an ``on_text``, or ``model.stream`` is true) goes
-through the SDK's streaming API with the same request, and each text delta is passed
-to ``on_text``; the SDK folds the events into the same message, so the reply (text,
-tool calls, stop reason, token counts) is what the plain request would have given.
+Requests are encoded by ``core.models.anthropic_wire`` (each message once, kept on
+the session's ``WireCache``) and sent through ``ModelHTTP`` (one keep-alive aiohttp
+session); answers are parsed with orjson. Streaming (when the request has an
+``on_text``, or ``model.stream`` is true) sends the same request with ``stream``, passes
+each text delta to ``on_text`` and folds the events into the same message
+(``AnthropicStream``), so the reply (text, tool calls, stop reason, token counts) is
+what the plain request would have given.
 
 Errors map like the openai provider's: 429 -> RateLimited(retry_after), 5xx and
 connection failures -> ProviderUnavailable, timeouts and 408 -> ModelTimeout, other
 4xx -> ModelRequestError. An ``error`` event inside a stream (the response itself was a
 200) maps as the status its error type stands for (``overloaded_error`` as 529,
-``rate_limit_error`` as 429...). The SDK's retries are off; ``core.models.retrying``
-retries.
+``rate_limit_error`` as 429...). ``core.models.retrying`` retries.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Any
 
-import anthropic
-from anthropic.types import (
-    Base64ImageSourceParam,
-    ImageBlockParam,
-    Message,
-    MessageParam,
-    TextBlock,
-    TextBlockParam,
-    ToolParam,
-    ToolResultBlockParam,
-    ToolUseBlock,
-    ToolUseBlockParam,
-)
+import orjson
 
-from core.errors import (
-    ConfigError,
-    ModelError,
-    ModelTimeout,
-    ProviderUnavailable,
-)
-from core.models.base import (
-    ChatMessage,
-    ModelConfig,
-    ModelReply,
-    ModelRequest,
-    TextSink,
-    ToolCall,
-    ToolSpec,
-)
-from core.models.image_data import NO_IMAGES, ImageData, LoadedImages
+from core.errors import ConfigError, ModelError
+from core.models.anthropic_wire import anthropic_body
+from core.models.anthropic_wire import system_blocks as system_blocks
+from core.models.anthropic_wire import to_anthropic_messages as to_anthropic_messages
+from core.models.anthropic_wire import to_anthropic_tools as to_anthropic_tools
+from core.models.anthropic_wire import tool_input as tool_input
+from core.models.anthropic_wire import user_blocks as user_blocks
+from core.models.base import ModelConfig, ModelReply, ModelRequest, TextSink, ToolCall
+from core.models.http import SSE, ModelHTTP
+from core.models.image_data import ImageData
 from core.models.status import status_error
+from core.models.wire import WireCache
 
 PROVIDER = "anthropic"
-# The image types Anthropic takes (``core.media.images`` sends only these).
-ImageMediaType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+Json = dict[str, Any]
 
 _FINISH_REASONS = {
     "end_turn": "stop",
@@ -88,158 +73,83 @@ _STREAM_ERROR_STATUS = {
 }
 
 
-def system_blocks(system: str) -> list[TextBlockParam]:
-    """The system prompt as one cacheable text block (none when it is empty)."""
-    if not system:
-        return []
-    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-
-
-def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
-    """Tool specs in Anthropic's shape (``input_schema`` holds the JSON schema).
-
-    The last tool carries a ``cache_control`` mark, so the tool list is cached too.
-    """
-    wire: list[ToolParam] = [
-        {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
-        for tool in tools
-    ]
-    if wire:
-        wire[-1]["cache_control"] = {"type": "ephemeral"}
-    return wire
-
-
-def to_anthropic_messages(
-    messages: Sequence[ChatMessage], images: LoadedImages = NO_IMAGES
-) -> list[MessageParam]:
-    """Chat messages as Anthropic messages, merging runs of tool results (a user
-    message's images as image blocks, from ``images``)."""
-    wire: list[MessageParam] = []
-    results: list[ToolResultBlockParam] = []
-    for message in messages:
-        if message.role == "tool":
-            results.append(_tool_result(message))
-            continue
-        if results:
-            wire.append({"role": "user", "content": results})
-            results = []
-        converted = _to_anthropic_message(message, images)
-        if converted is not None:
-            wire.append(converted)
-    if results:
-        wire.append({"role": "user", "content": results})
-    return wire
-
-
-def _tool_result(message: ChatMessage) -> ToolResultBlockParam:
-    if message.tool_call_id is None:
-        raise ValueError("a tool message needs the tool_call_id it answers")
-    return {
-        "type": "tool_result",
-        "tool_use_id": message.tool_call_id,
-        "content": message.content or "",
-    }
-
-
-def _to_anthropic_message(message: ChatMessage, images: LoadedImages) -> MessageParam | None:
-    if message.role == "user":
-        return {"role": "user", "content": user_blocks(message, images)}
-    blocks: list[TextBlockParam | ToolUseBlockParam] = []
-    # The API rejects empty text blocks, so an assistant turn that only called
-    # tools carries just its tool_use blocks.
-    if message.content:
-        blocks.append({"type": "text", "text": message.content})
-    blocks.extend(_tool_use(call) for call in message.tool_calls)
-    if not blocks:
-        return None
-    return {"role": "assistant", "content": blocks}
-
-
-def user_blocks(
-    message: ChatMessage, images: LoadedImages
-) -> str | list[ImageBlockParam | TextBlockParam]:
-    """A user message's content: its images as base64 image blocks, then its text (the
-    order Anthropic recommends). An image that cannot be sent is a line of text instead;
-    with none sent the content stays plain text."""
-    text = message.content or ""
-    blocks: list[ImageBlockParam | TextBlockParam] = []
-    for ref in message.images:
-        encoded = images.base64(ref)
-        if encoded is None:
-            text = f"{text}\n{images.placeholder(ref)}" if text else images.placeholder(ref)
-            continue
-        source: Base64ImageSourceParam = {
-            "type": "base64",
-            "media_type": cast(ImageMediaType, ref.mime),
-            "data": encoded,
-        }
-        blocks.append({"type": "image", "source": source})
-    if not blocks:
-        return text
-    # The API refuses an empty text block: a message of images alone has none.
-    return [*blocks, {"type": "text", "text": text}] if text else blocks
-
-
-def _tool_use(call: ToolCall) -> ToolUseBlockParam:
-    return {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
-
-
-def tool_input(call: ToolCall) -> dict[str, object]:
-    """A tool call's JSON arguments as the object Anthropic wants.
-
-    History written by another provider may hold arguments that are not a JSON
-    object; they are kept under ``"arguments"`` rather than dropped.
-    """
+def reply_from_message(message: Json) -> ModelReply:
+    """A ``ModelReply`` from an Anthropic message (its JSON, parsed)."""
     try:
-        parsed = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        return {"arguments": call.arguments}
-    if isinstance(parsed, dict):
-        return cast(dict[str, object], parsed)
-    return {"arguments": parsed}
+        return _reply(message)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ModelError(
+            "anthropic: an answer not in the message shape", provider=PROVIDER
+        ) from exc
 
 
-def reply_from_message(message: Message) -> ModelReply:
-    """A ``ModelReply`` from an Anthropic message."""
-    texts = [block.text for block in message.content if isinstance(block, TextBlock)]
+def _reply(message: Json) -> ModelReply:
+    blocks = message["content"]
+    texts = [block["text"] for block in blocks if block["type"] == "text"]
     calls = tuple(
-        ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input))
-        for block in message.content
-        if isinstance(block, ToolUseBlock)
+        ToolCall(id=block["id"], name=block["name"], arguments=json.dumps(block["input"]))
+        for block in blocks
+        if block["type"] == "tool_use"
     )
-    usage = message.usage
-    cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
-    stop = message.stop_reason
+    usage = message["usage"]
+    cache_read = usage.get("cache_read_input_tokens") or 0
+    cache_write = usage.get("cache_creation_input_tokens") or 0
+    stop = message.get("stop_reason")
     return ModelReply(
         content="".join(texts) if texts else None,
         tool_calls=calls,
         finish_reason=_FINISH_REASONS.get(stop, stop) if stop else None,
         # input_tokens excludes cached tokens; the neutral count is the whole prompt.
-        input_tokens=usage.input_tokens + cache_read + cache_write,
-        output_tokens=usage.output_tokens,
-        model=str(message.model),
+        input_tokens=(usage.get("input_tokens") or 0) + cache_read + cache_write,
+        output_tokens=usage.get("output_tokens") or 0,
+        model=str(message.get("model") or ""),
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
 
 
-def translate_error(exc: anthropic.AnthropicError) -> ModelError:
-    """The ``core.errors`` exception for an SDK error (see the module docstring)."""
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelTimeout("anthropic: the request timed out", provider=PROVIDER)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderUnavailable(f"anthropic: {exc.message}", provider=PROVIDER)
-    if isinstance(exc, anthropic.APIStatusError):
-        return _status_error(exc)
-    return ModelError(f"anthropic: {type(exc).__name__}: {exc}", provider=PROVIDER)
+class AnthropicStream:
+    """Folds a streamed answer's events into the message the plain request returns."""
 
+    def __init__(self) -> None:
+        self.message: Json = {"content": [], "usage": {}}
+        self._inputs: dict[int, list[str]] = {}
 
-def _status_error(exc: anthropic.APIStatusError) -> ModelError:
-    status = exc.status_code
-    if status < 400:  # an error event in a stream that had started well
-        status = _STREAM_ERROR_STATUS.get(exc.type or "", 500)
-    return status_error(PROVIDER, status, exc.api_message or exc.message, exc.response.headers)
+    def add(self, sse: SSE) -> str | None:
+        """Take one event; return its text delta, if it carried one."""
+        data = orjson.loads(sse.data)
+        kind = data.get("type") or sse.event
+        if kind == "error":
+            error = data.get("error") or {}
+            status = _STREAM_ERROR_STATUS.get(error.get("type") or "", 500)
+            raise status_error(PROVIDER, status, error.get("message") or "stream error", {})
+        if kind == "message_start":
+            self.message = {**data["message"], "content": []}
+        elif kind == "content_block_start":
+            self.message["content"].append(dict(data["content_block"]))
+        elif kind == "content_block_delta":
+            return self._delta(data["index"], data["delta"])
+        elif kind == "message_delta":
+            self.message.update(data.get("delta") or {})
+            usage = {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
+            self.message["usage"] = {**self.message.get("usage", {}), **usage}
+        return None
+
+    def _delta(self, index: int, delta: Json) -> str | None:
+        block = self.message["content"][index]
+        if delta.get("type") == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            return str(delta["text"]) or None
+        if delta.get("type") == "input_json_delta":
+            self._inputs.setdefault(index, []).append(delta.get("partial_json") or "")
+        return None
+
+    def final(self) -> Json:
+        """The assembled message (tool inputs parsed from their streamed JSON)."""
+        for index, pieces in self._inputs.items():
+            text = "".join(pieces)
+            self.message["content"][index]["input"] = json.loads(text) if text else {}
+        return self.message
 
 
 class AnthropicModel:
@@ -251,12 +161,9 @@ class AnthropicModel:
         if not config.model:
             raise ConfigError("model.name", "set CHATGATE_MODEL to a Claude model name")
         self._config = config
-        self._client = anthropic.AsyncAnthropic(
-            api_key=config.api_key,
-            base_url=config.base_url,
-            timeout=config.timeout_seconds,
-            max_retries=0,
-        )
+        headers = {"x-api-key": config.api_key, "anthropic-version": API_VERSION}
+        self._http = ModelHTTP(PROVIDER, headers, config.timeout_seconds)
+        self._url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
         self._images = ImageData(config.media_dir, vision=config.vision)
 
     @property
@@ -269,47 +176,36 @@ class AnthropicModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one request; raise a ``core.errors.ModelError`` on failure."""
-        system = system_blocks(request.system)
-        tools = to_anthropic_tools(request.tools)
-        messages = to_anthropic_messages(
-            request.messages, await self._images.load(request.messages)
-        )
-        try:
-            if self._config.stream or request.on_text is not None:
-                message = await self._streamed(system, messages, tools, request.on_text)
-            else:
-                message = await self._client.messages.create(
-                    model=self._config.model,
-                    max_tokens=self._config.max_tokens,
-                    system=system or anthropic.omit,
-                    messages=messages,
-                    tools=tools or anthropic.omit,
-                )
-        except anthropic.AnthropicError as exc:
-            raise translate_error(exc) from exc
-        return reply_from_message(message)
-
-    async def _streamed(
-        self,
-        system: list[TextBlockParam],
-        messages: list[MessageParam],
-        tools: list[ToolParam],
-        on_text: TextSink | None,
-    ) -> Message:
-        """The same request through the SDK's streaming API: each text delta goes to
-        ``on_text``, and the message the SDK assembles from the events is returned."""
-        async with self._client.messages.stream(
+        stream = self._config.stream or request.on_text is not None
+        body = anthropic_body(
             model=self._config.model,
+            system=request.system,
+            messages=request.messages,
+            tools=request.tools,
             max_tokens=self._config.max_tokens,
-            system=system or anthropic.omit,
-            messages=messages,
-            tools=tools or anthropic.omit,
-        ) as stream:
-            async for text in stream.text_stream:
-                if on_text is not None and text:
-                    await on_text(text)
-            return await stream.get_final_message()
+            stream=stream,
+            images=await self._images.load(request.messages),
+            wire=request.wire if request.wire is not None else WireCache(),
+        )
+        if stream:
+            return reply_from_message(await self._streamed(body, request.on_text))
+        return reply_from_message(await self._http.post(self._url, body))
+
+    async def _streamed(self, body: bytes, on_text: TextSink | None) -> Json:
+        """The streamed answer: each text delta goes to ``on_text``, and the message the
+        events add up to is returned."""
+        stream = AnthropicStream()
+        async for sse in self._http.events(self._url, body):
+            try:
+                text = stream.add(sse)
+            except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+                raise ModelError(
+                    "anthropic: a stream event out of shape", provider=PROVIDER
+                ) from exc
+            if on_text is not None and text:
+                await on_text(text)
+        return stream.final()
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
-        await self._client.close()
+        await self._http.aclose()

@@ -50,18 +50,44 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+class RequestWire(Protocol):
+    """A session's messages as request bytes, kept between requests
+    (``core.models.wire.WireCache``)."""
+
+    def parts(
+        self,
+        dialect: str,
+        messages: Sequence[ChatMessage],
+        encode: Callable[[ChatMessage], tuple[bytes, bool]],
+    ) -> list[bytes]:
+        """The bytes of each of ``messages``, encoding with ``encode`` only what is new."""
+        ...
+
+    def tools(
+        self,
+        dialect: str,
+        specs: Sequence[ToolSpec],
+        encode: Callable[[Sequence[ToolSpec]], bytes],
+    ) -> bytes:
+        """The encoded tool list, encoded again only when the specs change."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything one model call needs.
 
     ``system`` is sent byte for byte as stored on the session. With ``on_text`` set the
     provider streams (whatever ``ModelConfig.stream`` says) and passes it each text delta.
+    ``wire`` is the session's ``WireCache``: the messages it has seen are not encoded
+    again (None: everything is encoded for this request alone).
     """
 
     system: str
     messages: Sequence[ChatMessage]
     tools: Sequence[ToolSpec] = ()
     on_text: TextSink | None = None
+    wire: RequestWire | None = None
 
 
 @dataclass(frozen=True, slots=True)

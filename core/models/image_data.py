@@ -65,8 +65,10 @@ class ImageData:
 
     async def load(self, messages: Sequence[ChatMessage]) -> LoadedImages:
         """The base64 of every image ``messages`` carry that the store holds."""
-        refs = {ref.sha256: ref for message in messages for ref in message.images}
-        if not refs or not self._vision or self._store is None:
+        if not self._vision or self._store is None:
+            return LoadedImages({}, self._vision)
+        refs = {ref.sha256: ref for message in messages if message.images for ref in message.images}
+        if not refs:
             return LoadedImages({}, self._vision)
         found: dict[str, str] = {}
         for digest in refs:

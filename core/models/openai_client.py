@@ -1,38 +1,28 @@
 """The ``openai`` provider: chat completions on any OpenAI-compatible server.
 
 OpenAI, OpenRouter, vLLM, Ollama and llama.cpp all speak this API, so one client
-covers them; ``base_url`` picks the server. The SDK's own retries are disabled
-(``max_retries=0``) because ``core.models.retrying`` owns the one retry policy.
+covers them; ``base_url`` picks the server. Requests go through ``ModelHTTP`` (one
+keep-alive aiohttp session, bodies pre-encoded by ``core.models.openai_wire``), answers
+are parsed with orjson; ``core.models.retrying`` owns the one retry policy.
 
-SDK errors become ``core.errors`` types here and nowhere else:
+Failures become ``core.errors`` types, as the SDK's errors did:
 
-    RateLimitError (429)                      -> RateLimited(retry_after)
-    APIStatusError 5xx, APIConnectionError    -> ProviderUnavailable(retry_after)
-    APITimeoutError, 408                      -> ModelTimeout
-    other APIStatusError (4xx)                -> ModelRequestError
+    429                                       -> RateLimited(retry_after)
+    5xx, connection failures                  -> ProviderUnavailable(retry_after)
+    timeouts, 408                             -> ModelTimeout
+    other 4xx                                 -> ModelRequestError
     error event inside a stream               -> ProviderUnavailable
-    a response the SDK could not parse        -> ModelError
+    an answer not in the completions shape    -> ModelError
+
+``translate_error`` still maps the SDK's errors, for the audio endpoints
+(``core.media.speech``), which go through the SDK.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-from openai.types.chat import (
-    ChatCompletion,
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionChunk,
-    ChatCompletionContentPartParam,
-    ChatCompletionMessageFunctionToolCall,
-    ChatCompletionMessageFunctionToolCallParam,
-    ChatCompletionMessageParam,
-    ChatCompletionToolUnionParam,
-    ChatCompletionUserMessageParam,
-)
-from openai.types.completion_usage import CompletionUsage
+import orjson
 
 from core.errors import (
     ConfigError,
@@ -40,147 +30,70 @@ from core.errors import (
     ModelTimeout,
     ProviderUnavailable,
 )
-from core.models.base import (
-    ChatMessage,
-    ModelConfig,
-    ModelReply,
-    ModelRequest,
-    TextSink,
-    ToolCall,
-    ToolSpec,
-)
-from core.models.image_data import NO_IMAGES, ImageData, LoadedImages
+from core.models.base import ModelConfig, ModelReply, ModelRequest, TextSink, ToolCall
+from core.models.http import SSE, ModelHTTP
+from core.models.image_data import ImageData
+from core.models.openai_wire import openai_body
+from core.models.openai_wire import to_openai_messages as to_openai_messages
+from core.models.openai_wire import to_openai_tools as to_openai_tools
+from core.models.openai_wire import user_content as user_content
 from core.models.status import status_error
+from core.models.wire import WireCache
+
+if TYPE_CHECKING:  # the SDK is imported only to translate its errors (audio)
+    import openai
 
 PROVIDER = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+Json = dict[str, Any]
 
 # Local servers (Ollama, llama.cpp, vLLM) ignore the key but the SDK insists on one.
 LOCAL_SERVER_KEY = "not-needed"
 
-# OpenAI accepts only this alphabet in ``name``; anything else is a 400.
-_NAME_FORBIDDEN = re.compile(r"[^A-Za-z0-9_-]")
+
+def reply_from_completion(completion: Json) -> ModelReply:
+    """A ``ModelReply`` from a non-streamed completion (its JSON, parsed)."""
+    try:
+        return _reply(completion)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ModelError(
+            "openai: an answer not in the completions shape", provider=PROVIDER
+        ) from exc
 
 
-def to_openai_messages(
-    system: str, messages: Sequence[ChatMessage], images: LoadedImages = NO_IMAGES
-) -> list[ChatCompletionMessageParam]:
-    """The wire messages: the system prompt first, exactly as stored, then the chat
-    (a user message's images as parts, from ``images``)."""
-    wire: list[ChatCompletionMessageParam] = []
-    if system:
-        wire.append({"role": "system", "content": system})
-    wire.extend(_to_openai_message(message, images) for message in messages)
-    return wire
-
-
-def _to_openai_message(message: ChatMessage, images: LoadedImages) -> ChatCompletionMessageParam:
-    if message.role == "assistant":
-        return _assistant_message(message)
-    if message.role == "tool":
-        if message.tool_call_id is None:
-            raise ValueError("a tool message needs the tool_call_id it answers")
-        return {
-            "role": "tool",
-            "tool_call_id": message.tool_call_id,
-            "content": message.content or "",
-        }
-    user: ChatCompletionUserMessageParam = {
-        "role": "user",
-        "content": user_content(message, images),
-    }
-    name = _wire_name(message.name)
-    if name:
-        user["name"] = name
-    return user
-
-
-def user_content(
-    message: ChatMessage, images: LoadedImages
-) -> str | list[ChatCompletionContentPartParam]:
-    """A user message's content: its text, then each image as an ``image_url`` part
-    holding a data URL. An image that cannot be sent is a line of text instead; with
-    none sent the content stays plain text, which servers without vision accept."""
-    text = message.content or ""
-    parts: list[ChatCompletionContentPartParam] = []
-    for ref in message.images:
-        encoded = images.base64(ref)
-        if encoded is None:
-            text = f"{text}\n{images.placeholder(ref)}" if text else images.placeholder(ref)
-        else:
-            parts.append(
-                {"type": "image_url", "image_url": {"url": f"data:{ref.mime};base64,{encoded}"}}
-            )
-    if not parts:
-        return text
-    return [{"type": "text", "text": text}, *parts] if text else parts
-
-
-def _assistant_message(message: ChatMessage) -> ChatCompletionAssistantMessageParam:
-    wire: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": message.content}
-    if message.tool_calls:
-        wire["tool_calls"] = [_tool_call_param(call) for call in message.tool_calls]
-    return wire
-
-
-def _tool_call_param(call: ToolCall) -> ChatCompletionMessageFunctionToolCallParam:
-    return {
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
-    }
-
-
-def _wire_name(name: str | None) -> str | None:
-    if not name:
-        return None
-    return _NAME_FORBIDDEN.sub("_", name)[:64]
-
-
-def to_openai_tools(tools: Sequence[ToolSpec]) -> list[ChatCompletionToolUnionParam]:
-    """Tool specs as OpenAI function tools."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters,
-            },
-        }
-        for tool in tools
-    ]
-
-
-def reply_from_completion(completion: ChatCompletion) -> ModelReply:
-    """A ``ModelReply`` from a non-streamed completion."""
-    if not completion.choices:
+def _reply(completion: Json) -> ModelReply:
+    choices = completion.get("choices")
+    if not choices:
         raise ProviderUnavailable("openai: the reply had no choices", provider=PROVIDER)
-    choice = completion.choices[0]
+    choice = choices[0]
+    message = choice["message"]
     calls = tuple(
-        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
-        for call in choice.message.tool_calls or ()
+        ToolCall(
+            id=call["id"], name=call["function"]["name"], arguments=call["function"]["arguments"]
+        )
+        for call in message.get("tool_calls") or ()
         # We only declare function tools; a custom tool call cannot be ours.
-        if isinstance(call, ChatCompletionMessageFunctionToolCall)
+        if call.get("type", "function") == "function"
     )
-    usage = completion.usage
+    usage = completion.get("usage")
     return ModelReply(
-        content=choice.message.content,
+        content=message.get("content"),
         tool_calls=calls,
-        finish_reason=choice.finish_reason,
-        input_tokens=usage.prompt_tokens if usage else 0,
-        output_tokens=usage.completion_tokens if usage else 0,
-        model=completion.model,
+        finish_reason=choice.get("finish_reason"),
+        input_tokens=usage.get("prompt_tokens") or 0 if usage else 0,
+        output_tokens=usage.get("completion_tokens") or 0 if usage else 0,
+        model=completion.get("model") or "",
         cache_read_tokens=cached_tokens(usage),
     )
 
 
-def cached_tokens(usage: CompletionUsage | None) -> int:
+def cached_tokens(usage: Json | None) -> int:
     """Prompt tokens the server read from its prefix cache (0 when it does not say).
 
     OpenAI caches automatically and reports no separate write count.
     """
-    details = usage.prompt_tokens_details if usage else None
-    return (details.cached_tokens or 0) if details else 0
+    details = usage.get("prompt_tokens_details") if usage else None
+    return (details.get("cached_tokens") or 0) if details else 0
 
 
 class _PartialToolCall:
@@ -196,7 +109,7 @@ class _PartialToolCall:
 
 
 class StreamAccumulator:
-    """Folds streamed chunks into one ``ModelReply``."""
+    """Folds streamed chunks (their JSON, parsed) into one ``ModelReply``."""
 
     def __init__(self) -> None:
         self._text: list[str] = []
@@ -207,24 +120,28 @@ class StreamAccumulator:
         self._cache_read_tokens = 0
         self._model = ""
 
-    def add(self, chunk: ChatCompletionChunk) -> str | None:
+    def add(self, chunk: Json) -> str | None:
         """Take one chunk; return its text delta, if it carried one."""
-        self._model = chunk.model or self._model
-        if chunk.usage is not None:
-            self._input_tokens = chunk.usage.prompt_tokens
-            self._output_tokens = chunk.usage.completion_tokens
-            self._cache_read_tokens = cached_tokens(chunk.usage)
-        if not chunk.choices:
+        self._model = chunk.get("model") or self._model
+        usage = chunk.get("usage")
+        if usage:
+            self._input_tokens = usage.get("prompt_tokens") or 0
+            self._output_tokens = usage.get("completion_tokens") or 0
+            self._cache_read_tokens = cached_tokens(usage)
+        choices = chunk.get("choices")
+        if not choices:
             return None
-        choice = chunk.choices[0]
-        self._finish_reason = choice.finish_reason or self._finish_reason
-        for delta in choice.delta.tool_calls or ():
-            partial = self._calls.setdefault(delta.index, _PartialToolCall())
-            partial.id = delta.id or partial.id
-            if delta.function is not None:
-                partial.name += delta.function.name or ""
-                partial.arguments.append(delta.function.arguments or "")
-        text = choice.delta.content
+        choice = choices[0]
+        self._finish_reason = choice.get("finish_reason") or self._finish_reason
+        delta = choice.get("delta") or {}
+        for call in delta.get("tool_calls") or ():
+            partial = self._calls.setdefault(call["index"], _PartialToolCall())
+            partial.id = call.get("id") or partial.id
+            function = call.get("function")
+            if function:
+                partial.name += function.get("name") or ""
+                partial.arguments.append(function.get("arguments") or "")
+        text: str | None = delta.get("content")
         if text:
             self._text.append(text)
         return text or None
@@ -244,6 +161,8 @@ class StreamAccumulator:
 
 def translate_error(exc: openai.OpenAIError) -> ModelError:
     """The ``core.errors`` exception for an SDK error (see the module docstring)."""
+    import openai  # loaded already: the caller used the SDK
+
     if isinstance(exc, openai.APITimeoutError):
         return ModelTimeout("openai: the request timed out", provider=PROVIDER)
     if isinstance(exc, openai.APIConnectionError):
@@ -259,21 +178,15 @@ def _status_error(exc: openai.APIStatusError) -> ModelError:
     return status_error(PROVIDER, exc.status_code, exc.message, exc.response.headers)
 
 
-def _client_for(config: ModelConfig) -> openai.AsyncOpenAI:
-    api_key = config.api_key
-    if not api_key:
-        if config.base_url is None:
-            raise ConfigError(
-                "model.api_key",
-                "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server that needs no key)",
-            )
-        api_key = LOCAL_SERVER_KEY
-    return openai.AsyncOpenAI(
-        api_key=api_key,
-        base_url=config.base_url,
-        timeout=config.timeout_seconds,
-        max_retries=0,
-    )
+def _api_key(config: ModelConfig) -> str:
+    if config.api_key:
+        return config.api_key
+    if config.base_url is None:
+        raise ConfigError(
+            "model.api_key",
+            "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server that needs no key)",
+        )
+    return LOCAL_SERVER_KEY
 
 
 class OpenAIChatModel:
@@ -281,14 +194,17 @@ class OpenAIChatModel:
 
     Streams when ``config.stream`` is true or the request has an ``on_text`` (a reply
     shown as it is generated), passing each text delta to ``request.on_text``; the
-    returned reply is the same either way.
+    returned reply is the same either way. Bodies are assembled from the session's
+    ``WireCache`` (``core.models.openai_wire``) and sent through ``ModelHTTP``.
     """
 
     def __init__(self, config: ModelConfig) -> None:
         if not config.model:
             raise ConfigError("model.name", "set CHATGATE_MODEL to the model's name")
         self._config = config
-        self._client = _client_for(config)
+        auth = {"authorization": f"Bearer {_api_key(config)}"}
+        self._http = ModelHTTP(PROVIDER, auth, config.timeout_seconds)
+        self._url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
         self._images = ImageData(config.media_dir, vision=config.vision)
 
     @property
@@ -301,62 +217,50 @@ class OpenAIChatModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one request; raise a ``core.errors.ModelError`` on failure."""
-        images = await self._images.load(request.messages)
-        try:
-            if self._config.stream or request.on_text is not None:
-                return await self._streamed(request, images)
-            return await self._single(request, images)
-        except openai.OpenAIError as exc:
-            raise translate_error(exc) from exc
-
-    def _body(self, request: ModelRequest, images: LoadedImages) -> dict[str, Any]:
-        """The request body, built as plain JSON-ready dicts.
-
-        It is posted with the client's low-level ``post``: ``chat.completions.create``
-        first walks every message through the SDK's typed-dict transform, which cost
-        ~10 ms of event-loop time per call at 40 messages (most of a turn's CPU) and
-        does nothing for a body that is already plain JSON.
-        """
-        body: dict[str, Any] = {
-            "model": self._config.model,
-            "messages": to_openai_messages(request.system, request.messages, images),
-            # max_tokens rather than max_completion_tokens: every compatible
-            # server understands it.
-            "max_tokens": self._config.max_tokens,
-        }
-        tools = to_openai_tools(request.tools)
-        if tools:
-            body["tools"] = tools
-        return body
-
-    async def _single(self, request: ModelRequest, images: LoadedImages) -> ModelReply:
-        completion = await self._client.post(
-            "/chat/completions", body=self._body(request, images), cast_to=ChatCompletion
+        stream = self._config.stream or request.on_text is not None
+        body = openai_body(
+            model=self._config.model,
+            system=request.system,
+            messages=request.messages,
+            tools=request.tools,
+            max_tokens=self._config.max_tokens,
+            stream=stream,
+            images=await self._images.load(request.messages),
+            wire=request.wire if request.wire is not None else WireCache(),
         )
-        return reply_from_completion(completion)
+        if stream:
+            return await self._streamed(body, request.on_text)
+        return reply_from_completion(await self._http.post(self._url, body))
 
-    async def _streamed(self, request: ModelRequest, images: LoadedImages) -> ModelReply:
-        body = {
-            **self._body(request, images),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        stream = await self._client.post(
-            "/chat/completions",
-            body=body,
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
-        )
+    async def _streamed(self, body: bytes, on_text: TextSink | None) -> ModelReply:
         accumulator = StreamAccumulator()
-        async with stream:
-            async for chunk in stream:
-                await _emit(request.on_text, accumulator.add(chunk))
+        async for sse in self._http.events(self._url, body):
+            if sse.data.startswith("[DONE]"):
+                break
+            chunk = _chunk(sse)
+            await _emit(on_text, accumulator.add(chunk))
         return accumulator.reply()
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
-        await self._client.close()
+        await self._http.aclose()
+
+
+def _chunk(sse: SSE) -> Json:
+    """One streamed chunk; an error event (or an ``error`` in the data) is an outage."""
+    try:
+        chunk = orjson.loads(sse.data)
+    except orjson.JSONDecodeError as exc:
+        raise ModelError("openai: a stream chunk was not JSON", provider=PROVIDER) from exc
+    if not isinstance(chunk, dict):
+        raise ModelError("openai: a stream chunk was not an object", provider=PROVIDER)
+    error = chunk.get("error")
+    if sse.event == "error" or error:
+        message = error.get("message") if isinstance(error, dict) else None
+        raise ProviderUnavailable(
+            f"openai: stream error: {message or 'error event'}", provider=PROVIDER
+        )
+    return chunk
 
 
 async def _emit(sink: TextSink | None, text: str | None) -> None:

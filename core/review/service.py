@@ -31,6 +31,7 @@ from core.clock import Clock
 from core.errors import ModelError
 from core.messages import ChatTarget
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest
+from core.models.wire import WireCache
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
 from core.session_state import SessionState
@@ -64,6 +65,8 @@ class ReviewJob:
     history: list[ChatMessage]
     ctx: ToolContext
     resumed: bool = False
+    # The parent session's encoded messages: the review's request reuses its prefix.
+    wire: WireCache | None = None
 
 
 class ReviewService:
@@ -131,7 +134,7 @@ class ReviewService:
             route=msg.route,
             origin="background_review",
         )
-        await self._schedule(row, list(history), kinds, ctx)
+        await self._schedule(row, list(history), kinds, ctx, state.wire)
 
     async def _derive(self, session_id: str, history: Sequence[ChatMessage]) -> Counters:
         marks = await self._db.reviews.marks(session_id)
@@ -141,16 +144,27 @@ class ReviewService:
         return counters
 
     async def _schedule(
-        self, row: SessionRow, history: list[ChatMessage], kinds: tuple[str, ...], ctx: ToolContext
+        self,
+        row: SessionRow,
+        history: list[ChatMessage],
+        kinds: tuple[str, ...],
+        ctx: ToolContext,
+        wire: WireCache,
     ) -> None:
         # The row is written by the review's own task, off the chat's lane: the reply that
         # triggered the review does not wait for it. A crash before the write loses
         # nothing, since the counters derived at the next start are still past the interval.
         self.outcomes["scheduled"] += 1
-        self._tasks.spawn(self._record_and_run(row, history, kinds, ctx), name=ctx.session_key)
+        job = self._record_and_run(row, history, kinds, ctx, wire)
+        self._tasks.spawn(job, name=ctx.session_key)
 
     async def _record_and_run(
-        self, row: SessionRow, history: list[ChatMessage], kinds: tuple[str, ...], ctx: ToolContext
+        self,
+        row: SessionRow,
+        history: list[ChatMessage],
+        kinds: tuple[str, ...],
+        ctx: ToolContext,
+        wire: WireCache,
     ) -> None:
         review_id = await self._db.reviews.schedule(
             session_id=row.id,
@@ -159,7 +173,7 @@ class ReviewService:
             at_message_count=len(history),
             at=self._clock.now(),
         )
-        await self._run(ReviewJob(review_id, kinds, row, history, ctx))
+        await self._run(ReviewJob(review_id, kinds, row, history, ctx, wire=wire))
 
     async def resume_unfinished(self) -> int:
         """Run the reviews a previous process scheduled but did not finish."""
@@ -213,7 +227,11 @@ class ReviewService:
         )
         try:
             result = await runner.run(
-                system=job.session.system_prompt, history=job.history, user=user, ctx=job.ctx
+                system=job.session.system_prompt,
+                history=job.history,
+                user=user,
+                ctx=job.ctx,
+                wire=job.wire,
             )
         except ModelError as exc:
             log.warning("review %s failed: %s", job.review_id, exc.__class__.__name__)

@@ -64,6 +64,8 @@ class FakeAnthropicServer:
 
     def __init__(self) -> None:
         self.requests: list[Json] = []
+        # The bytes of each request body, exactly as they arrived.
+        self.raw_requests: list[bytes] = []
         self.cache_read_tokens = 90
         self.cache_write_tokens = 0
         self._script: deque[_Answer | _Failure | _StreamFailure] = deque()
@@ -125,6 +127,7 @@ class FakeAnthropicServer:
     async def _messages(self, request: Request) -> Response:
         body: Json = await request.json()
         self.requests.append(body)
+        self.raw_requests.append(await request.body())
         problem = _bad_image_block(body)
         if problem:  # as the API answers a malformed image block
             error = {"type": "invalid_request_error", "message": problem}

@@ -110,6 +110,8 @@ class FakeOpenAIServer:
         self.token_seconds = token_seconds
         self.cache_read_tokens: int | None = None
         self.requests: list[Json] = []
+        # The bytes of each recorded request body, exactly as they arrived.
+        self.raw_requests: list[bytes] = []
         self._script: deque[Step] = deque()
         # Requests whose last user message contains a marker take steps from its own script.
         self._routed: dict[str, deque[Step]] = {}
@@ -244,6 +246,7 @@ class FakeOpenAIServer:
         body: Json = await request.json()
         if self.record:
             self.requests.append(body)
+            self.raw_requests.append(await request.body())
         marker = next((m for m in self._routed_markers() if _mentions(body, m)), None)
         queue = self._script if marker is None else self._routed.setdefault(marker, deque())
         if marker is not None:
