@@ -51,7 +51,7 @@ def numbers(row: dict[str, Any]) -> dict[str, Any]:
 
 def cost(row: dict[str, Any]) -> float:
     uncached = row["input_tokens"] - row["cache_read_tokens"]
-    return (uncached + 2 * row["output_tokens"] + 0.5 * row["cache_read_tokens"]) / 1e6
+    return float(uncached + 2 * row["output_tokens"] + 0.5 * row["cache_read_tokens"]) / 1e6
 
 
 async def test_every_call_is_counted_by_chat_person_platform_and_kind(
@@ -135,8 +135,9 @@ async def test_cli_json_and_a_forgotten_persons_usage(
 
     assert total["by"] is None
     [row] = total["rows"]
-    assert row["calls"] == 2 and row["cost"] is None  # no pricing: no cost, not zero
+    assert row["calls"] == 2
+    assert row["cost"] is None  # no pricing: no cost, not zero
     [alices] = json.loads(shown.stdout)["areas"]["usage"]
-    assert alices["chat_key"] == "webhook:c1" and alices["kind"] == "turn"
+    assert (alices["chat_key"], alices["kind"]) == ("webhook:c1", "turn")
     assert forgot.returncode == 0, forgot.stdout + forgot.stderr
     assert list(after) == ["webhook:bob"]
