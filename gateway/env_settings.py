@@ -107,6 +107,8 @@ def _container(annotation: Any) -> type | None:
         return next(iter(kinds)) if len(kinds) == 1 else None
     if list in (annotation, origin):
         return list
-    if dict in (annotation, origin):
-        return dict
+    if dict in (annotation, origin) or (
+        isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    ):
+        return dict  # a nested section (``budgets.per_chat``) is read from a JSON object
     return None
