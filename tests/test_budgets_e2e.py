@@ -4,6 +4,7 @@ budget is skipped without touching the chats."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from tests.direct_sql import DirectSql
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.postgres import postgres_database
+from tests.test_cli import chatgate, cli_env
 
 PRICING = {"openai": {"fake-model": {"input": 1.0, "output": 2.0}}}
 REVIEW = "[Background review"
@@ -154,3 +156,6 @@ async def test_a_budget_stops_a_turn_on_postgres(
     await refused_then_reset(
         home, env, fake_openai, ("c1", "bob"), "This chat's daily token", "day"
     )
+    done = chatgate("usage", "--json", "--by", "chat", "--since", "2000-01-01", env=cli_env(**env))
+    rows = {row["chat"]: row["calls"] for row in json.loads(done.stdout)["rows"]}
+    assert rows == {"webhook:c1": 2}  # the first turn and the one after the reset

@@ -8,9 +8,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from gateway.features.review import Review
+from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
 from tests.test_cli import chatgate, cli_env
@@ -46,7 +48,9 @@ def reported(home: Path, where: str = "1 = 1") -> dict[str, int]:
 
 
 def numbers(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in ("chat", "person", "platform", "kind")}
+    return {
+        k: v for k, v in row.items() if k not in ("chat", "person", "platform", "kind", "group")
+    }
 
 
 def cost(row: dict[str, Any]) -> float:
@@ -141,3 +145,29 @@ async def test_cli_json_and_a_forgotten_persons_usage(
     assert (alices["chat_key"], alices["kind"]) == ("webhook:c1", "turn")
     assert forgot.returncode == 0, forgot.stdout + forgot.stderr
     assert list(after) == ["webhook:bob"]
+
+
+async def test_cache_writes_and_their_price_from_an_anthropic_model(
+    home: Path, fake_anthropic: FakeAnthropicServer
+) -> None:
+    price = {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}
+    write_config(home, pricing={"anthropic": {"claude-test": price}})
+    fake_anthropic.cache_write_tokens = 40  # and 90 read, 10 fresh, 5 out per answer
+    env = {
+        "CHATGATE_MODEL_PROVIDER": "anthropic",
+        "CHATGATE_MODEL": "claude-test",
+        "CHATGATE_MODEL__BASE_URL": fake_anthropic.base_url,
+        "ANTHROPIC_API_KEY": fake_anthropic.api_key,
+    }
+    async with running_gateway(home, env) as gw:
+        await gw.say("hello", chat_id="c1", user_id="alice")
+
+    [row] = usage("--since", "2000-01-01")["rows"]
+    assert numbers(row) == {
+        "calls": 1,
+        "input_tokens": 140,  # the whole prompt: fresh, read and written
+        "output_tokens": 5,
+        "cache_read_tokens": 90,
+        "cache_write_tokens": 40,
+        "cost": pytest.approx((10 * 3.0 + 5 * 15.0 + 90 * 0.3 + 40 * 3.75) / 1e6),
+    }
