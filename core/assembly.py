@@ -115,10 +115,9 @@ class Core:
         self.stats = CoreStats()
         self._streaming = Streaming(previews or {}, enabled=settings.streaming)
         self._intake = intake or MediaIntake()
+        self._meter = Meter(db.usage, settings.pricing, clock, self.stats)
         model = ObservedModel(model, self.stats, telemetry)
-        self.model = model = MeteredModel(
-            model, Meter(db.usage, settings.pricing, clock, self.stats)
-        )
+        self.model = model = MeteredModel(model, self._meter)
         self.hooks = hooks
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
@@ -298,3 +297,4 @@ class Core:
         await self._router.close()
         await self._watch.close()
         await self.outbox.close()
+        await self._meter.flush()  # the usage of the last calls, before the store closes

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Collection
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, case, func, select
@@ -85,7 +85,8 @@ class Total:
     cost: float | None
 
 
-_INSERT = insert_sql("usage", tuple(UsageRecord.__dataclass_fields__))
+_COLUMNS = tuple(UsageRecord.__dataclass_fields__)
+_INSERT = insert_sql("usage", _COLUMNS)
 _CLAIM = insert_sql(
     "budget_notices", ("budget", "period", "claim", "noticed_at"), " ON CONFLICT DO NOTHING"
 )
@@ -114,7 +115,7 @@ class UsageStore:
 
     async def add(self, record: UsageRecord) -> None:
         """Store one model call's usage."""
-        params = asdict(record)
+        params = {name: getattr(record, name) for name in _COLUMNS}
         await self._writer.run(lambda tx: tx.execute(_INSERT, params))
 
     async def used(self, scope: Scope, *, day_start: float, month_start: float) -> Used:

@@ -92,9 +92,23 @@ class Budgets:
         self._rules = rules
         self.calendar = calendar
         self._clock = clock
+        # Nothing to check on the hot path when no chat budget is set at all.
+        self._turns_capped = any(
+            limits.any
+            for limits in (
+                rules.global_,
+                rules.per_chat,
+                rules.per_person,
+                *rules.per_platform.values(),
+                *rules.chat_overrides.values(),
+                *rules.person_overrides.values(),
+            )
+        )
 
     async def for_turn(self, who: Attribution) -> Over | None:
         """The first budget a chat turn for ``who`` would start over, or None."""
+        if not self._turns_capped:
+            return None
         return await self._first_over(self._turn_budgets(who))
 
     async def for_background(self) -> Over | None:

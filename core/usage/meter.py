@@ -3,9 +3,11 @@
 Each answered call becomes one ``usage`` row (``core.store.usage``), charged to the
 attribution of the code that made it (``core.usage.attribution``), priced from the
 operator's ``pricing:`` (``core.usage.pricing``), and counted for ``/metrics`` by
-provider, model and kind. A row the store cannot write is logged and lost: a reply the
-person is waiting for never fails for its bookkeeping (and a turn run again because of
-it would call the model twice).
+provider, model and kind. The row is handed to the group writer without waiting for its
+commit: it joins the batch of the turn's own commit (the writer is first in, first out,
+so a turn's rows are durable once its reply is) instead of costing the turn a commit of
+its own. A row the store cannot write is logged and lost: a reply never fails for its
+bookkeeping (and a turn run again because of it would call the model twice).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from core.errors import StoreError
 from core.models.base import ModelClient, ModelReply, ModelRequest
 from core.stats import CoreStats
 from core.store.usage import UsageRecord, UsageStore
+from core.tasks import TaskSet
 from core.usage.attribution import current
 from core.usage.pricing import Pricing, Tokens
 
@@ -31,8 +34,9 @@ class Meter:
         self._pricing = pricing
         self._clock = clock
         self._stats = stats
+        self._writes = TaskSet("usage")
 
-    async def record(self, provider: str, model: str, reply: ModelReply) -> None:
+    def record(self, provider: str, model: str, reply: ModelReply) -> None:
         tokens = Tokens(
             reply.input_tokens,
             reply.output_tokens,
@@ -58,10 +62,17 @@ class Meter:
             platform=who.platform,
             route=who.route,
         )
+        self._writes.spawn(self._store_row(record), name=who.kind)
+
+    async def flush(self) -> None:
+        """Return once every row recorded so far is stored (or given up)."""
+        await self._writes.wait()
+
+    async def _store_row(self, record: UsageRecord) -> None:
         try:
             await self._store.add(record)
         except StoreError as exc:
-            log.warning("usage of a %s call not stored: %s", who.kind, exc.__class__.__name__)
+            log.warning("usage of a %s call not stored: %s", record.kind, exc.__class__.__name__)
 
     def _count(
         self, provider: str, model: str, kind: str, tokens: Tokens, cost: float | None
@@ -92,7 +103,7 @@ class MeteredModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         reply = await self._inner.complete(request)
-        await self._meter.record(self.provider, reply.model or self.model, reply)
+        self._meter.record(self.provider, self.model, reply)
         return reply
 
     async def aclose(self) -> None:
