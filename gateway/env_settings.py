@@ -51,7 +51,8 @@ def section_keys(model: type[Settings]) -> Iterator[tuple[str, Any]]:
         section = field.annotation
         if isinstance(section, type) and issubclass(section, BaseModel):
             for key, inner in section.model_fields.items():
-                yield f"{name}.{key}", inner.annotation
+                # By its alias where it has one (``budgets.global``, field ``global_``).
+                yield f"{name}.{inner.alias or key}", inner.annotation
 
 
 def aliases(model: type[Settings]) -> dict[str, str]:

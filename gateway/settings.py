@@ -261,8 +261,6 @@ def _default_model(provider: str) -> str:
 # name their own. Env wins over config.yaml.
 CORE_ENV: dict[str, str] = {
     "CHATGATE_HOST": "server.host",
-    # ``global`` is a keyword in Python: the field is ``global_``, the variable needs no ``_``.
-    "CHATGATE_BUDGETS__GLOBAL": "budgets.global_",
     "CHATGATE_PORT": "server.port",
     "CHATGATE_LOG_LEVEL": "server.log_level",
     "CHATGATE_LOG_BODIES": "logging.log_bodies",
