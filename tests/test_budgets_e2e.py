@@ -15,7 +15,7 @@ import yaml
 from sqlalchemy import select
 
 from core.clock import ManualClock
-from core.store.schema import outbox, reviews
+from core.store.schema import cron_runs, outbox, reviews
 from core.usage.periods import Calendar
 from gateway.features.review import Review
 from tests.direct_sql import DirectSql
@@ -23,6 +23,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.postgres import postgres_database
 from tests.test_cli import chatgate, cli_env
+from tests.test_cron_e2e import HOUR, create_in_chat, pulled, run_due
 
 PRICING = {"openai": {"fake-model": {"input": 1.0, "output": 2.0}}}
 REVIEW = "[Background review"
@@ -159,3 +160,36 @@ async def test_a_budget_stops_a_turn_on_postgres(
     done = chatgate("usage", "--json", "--by", "chat", "--since", "2000-01-01", env=cli_env(**env))
     rows = {row["chat"]: row["calls"] for row in json.loads(done.stdout)["rows"]}
     assert rows == {"webhook:c1": 2}  # the first turn and the one after the reset
+
+
+async def test_a_cron_run_over_the_background_budget_is_skipped_quietly(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home, {"background": {"daily_tokens": 1}})
+    clock = ManualClock()
+    async with running_gateway(home, fake_openai.gateway_env(), clock=clock) as gw:
+        await create_in_chat(gw, fake_openai, schedule="every 1h")
+        clock.advance(HOUR)
+        fake_openai.reply_text("Two PRs are waiting for review.")
+        await run_due(gw)
+        calls = len(fake_openai.requests)
+        clock.advance(HOUR)
+        await run_due(gw)
+        skipped = len(fake_openai.requests) - calls
+        replies = await pulled(gw)
+        async with DirectSql(gw.settings.database_url) as sql:
+            runs = await sql.rows(select(cron_runs.c.status).order_by(cron_runs.c.id))
+
+    assert skipped == 0
+    assert [r.status for r in runs] == ["ok", "skipped"]
+    assert replies == ["Scheduled.", "Two PRs are waiting for review."]  # nothing about it
+    kinds = {row["kind"]: row for row in usage_rows("kind")}
+    assert kinds["cron"]["calls"] == 1
+    people = {row["person"] for row in usage_rows("person")}
+    assert people == {"webhook:u1", None}  # the chat turn's person; cron has none
+
+
+def usage_rows(by: str) -> list[dict[str, Any]]:
+    done = chatgate("usage", "--json", "--by", by, "--since", "2000-01-01", env=cli_env())
+    rows: list[dict[str, Any]] = json.loads(done.stdout)["rows"]
+    return rows
