@@ -54,8 +54,8 @@ class SessionDB:
     ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
     (background reviews), ``curator`` (the skills curator's run log and flags) and
     ``cron`` (scheduled prompts and their runs), ``approvals`` (tool calls waiting
-    for a person), ``people`` (one person's rows, shown or forgotten; retention), ``usage`` (each
-    model call's tokens and cost; budget notices).
+    for a person), ``people`` (one person's rows, shown or forgotten; retention),
+    ``usage`` (each model call's tokens and cost; budget notices).
     The engines are private: every SQL statement lives in ``core/store``.
     """
 

@@ -41,6 +41,8 @@ class BudgetGate:
         self._clock = clock
         self._owners = owners
         self._notify = notify
+        # Notices this process knows are claimed: no write per refused turn after the first.
+        self._claimed: set[tuple[str, str]] = set()
 
     async def refusal(self, msg: InboundMessage) -> str | None:
         """The line that answers ``msg`` instead of the model, or None: it may go ahead."""
@@ -67,7 +69,14 @@ class BudgetGate:
         raise BudgetExceeded(over.line(self._budgets.calendar))
 
     async def _first(self, over: Over) -> bool:
-        return await self._store.claim_notice(over.budget, over.period.key, self._clock.now())
+        key = (over.budget, over.period.key)
+        if key in self._claimed:
+            return False
+        first = await self._store.claim_notice(over.budget, over.period.key, self._clock.now())
+        if len(self._claimed) >= 10_000:  # bounded: forgetting only costs a write again
+            self._claimed.clear()
+        self._claimed.add(key)
+        return first
 
     async def _tell_owners(self, over: Over, platform: str, route: str | None) -> None:
         text = OWNER_NOTICE.format(
