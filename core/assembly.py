@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from zoneinfo import ZoneInfo
 
 from core.access import AccessPolicy, AccessRules
 from core.approvals.commands import approval_commands
@@ -48,6 +49,12 @@ from core.turn import TurnRunner
 from core.turn_commit import CommitPolicy, TurnCommitter
 from core.turn_watch import TurnWatch
 from core.turns import TurnProcessor, Work
+from core.usage.budgets import BudgetRules, Budgets
+from core.usage.command import usage_command
+from core.usage.gate import BudgetGate
+from core.usage.meter import Meter, MeteredModel
+from core.usage.periods import Calendar
+from core.usage.pricing import Pricing
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +90,9 @@ class CoreSettings:
     # Where forgettings list the session keys whose cached transcripts went stale
     # (``core.people.marks``); None: no other process forgets people here.
     forget_marks: Path | None = None
+    # Prices per provider and model (``pricing:``) and caps on usage (``budgets:``).
+    pricing: Pricing = field(default_factory=Pricing)
+    budgets: BudgetRules = field(default_factory=BudgetRules)
 
 
 class Core:
@@ -106,13 +116,16 @@ class Core:
         self.stats = CoreStats()
         self._streaming = Streaming(previews or {}, enabled=settings.streaming)
         self._intake = intake or MediaIntake()
-        self.model = model = ObservedModel(model, self.stats, telemetry)
+        self._meter = Meter(db.usage, settings.pricing, clock, self.stats)
+        model = ObservedModel(model, self.stats, telemetry)
+        self.model = model = MeteredModel(model, self._meter)
         self.hooks = hooks
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
         self.pairings = Pairings(db.pairing, clock)
         self.access = AccessPolicy(settings.access, self.pairings, clock)
         self.commands.register(pair_command(self.pairings))
+        self.budgets = self._budgets(db, clock, settings)
         self.sessions = SessionKeeper(
             db,
             model,
@@ -169,6 +182,17 @@ class Core:
             self.approvals.gate,
             streaming=self._streaming,
             intake=self._intake,
+            budgets=self.budgets,
+        )
+
+    def _budgets(self, db: SessionDB, clock: Clock, settings: CoreSettings) -> BudgetGate:
+        """Budgets, the gate that stops work over them, and ``/usage``."""
+        calendar = Calendar(ZoneInfo(settings.budgets.timezone))
+        budgets = Budgets(db.usage, settings.budgets, calendar, clock)
+        self.commands.register(usage_command(db.usage, calendar, clock))
+        owners = {name: rules.owners for name, rules in settings.access.items()}
+        return BudgetGate(
+            budgets, db.usage, clock, owners, lambda to, texts: self.notify(to, texts)
         )
 
     def _approvals(self, db: SessionDB, clock: Clock, rules: ApprovalRules) -> Approvals:
@@ -275,3 +299,4 @@ class Core:
         await self._router.close()
         await self._watch.close()
         await self.outbox.close()
+        await self._meter.flush()  # the usage of the last calls, before the store closes

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.models.base import ChatMessage, ModelClient, ModelRequest
 from core.store.records import NewMessage, StoredMessage
+from core.usage.attribution import attributed
 
 SUMMARY_INSTRUCTION = (
     "You are compacting a long conversation so it can continue in a fresh context. "
@@ -93,7 +94,8 @@ async def summarise(
         system=SUMMARY_INSTRUCTION,
         messages=[ChatMessage(role="user", content=text)],
     )
-    reply = await model.complete(request)
+    with attributed(kind="compaction"):  # charged to the chat, as its turns are
+        reply = await model.complete(request)
     return (reply.content or "").strip()
 
 

@@ -17,7 +17,8 @@ ChatgateError                  every error chatgate raises on purpose
 │   │   ├── RateLimited        429; ``retry_after`` seconds when the provider said
 │   │   ├── ProviderUnavailable  5xx or the connection failed (``retry_after``)
 │   │   └── ModelTimeout       no answer within the configured timeout
-│   └── ModelRequestError      the provider refused the request (4xx other than 429)
+│   ├── ModelRequestError      the provider refused the request (4xx other than 429)
+│   └── BudgetExceeded         a budget is used up: the call was not made
 ├── TurnTimedOut               a turn ran past its bound (``seconds``) and was given up
 ├── TurnSuspended              a turn waiting for an approval is set down; it resumes later
 ├── ToolArgumentError          a tool call's arguments cannot be used (nothing was done)
@@ -31,8 +32,7 @@ ChatgateError                  every error chatgate raises on purpose
 │                              ``limit``, ``excess``)
 ├── PendingNotFound            no pending memory write has this id (``pending_id``)
 ├── SkillRefused               a skill write broke a validation rule (``rule``)
-├── SkillOperationFailed       one operation of a ``skill_manage`` batch failed and the
-│                              batch was rolled back (``index``, ``action``, ``reason``)
+├── SkillOperationFailed       a ``skill_manage`` batch failed and was rolled back (``index``)
 ├── CronError                  a request about cron jobs cannot be done (for a person)
 ├── ScheduleError              a cron schedule or ``cron.timezone`` cannot be used
 ├── TargetError                a cron delivery target cannot be used
@@ -211,6 +211,10 @@ class ModelRequestError(ModelError):
     """The provider refused the request; retrying the same request will not help."""
 
 
+class BudgetExceeded(ModelError):
+    """A budget is used up; the model was not called. The message says which, and when."""
+
+
 class TurnTimedOut(ChatgateError):
     """A turn (its model calls and tools) ran past ``seconds`` and was given up."""
 
@@ -320,8 +324,7 @@ class SkillRefused(ChatgateError):
 
 
 class SkillOperationFailed(ChatgateError):
-    """Operation ``index`` (``action``) of a ``skill_manage`` batch failed for ``reason``;
-    every skill the batch touched was restored."""
+    """Operation ``index`` (``action``) of a batch failed (``reason``); all was restored."""
 
     def __init__(self, index: int, action: str, reason: str) -> None:
         super().__init__(f"operations[{index}] ({action}): {reason}")
@@ -369,8 +372,7 @@ class PromptRefused(ChatgateError):
 
 
 class RequestRefused(ChatgateError):
-    """An HTTP request to one of our routes is refused: answer ``status`` with ``body``
-    (``{"error": message, **extra}``) and ``headers``."""
+    """A request to our routes is refused: ``status``, ``body`` (``{"error", **extra}``)."""
 
     def __init__(
         self, status: int, error: str, headers: dict[str, str] | None = None, **extra: Any
@@ -386,13 +388,11 @@ class SignatureError(ChatgateError):
 
 
 class CatchUpIncomplete(ChatgateError):
-    """A catch-up pass over a platform's history left something unread or unstored;
-    it should run again."""
+    """A catch-up pass over a platform's history left something unread; run it again."""
 
 
 class McpUnavailable(ChatgateError):
-    """An MCP server cannot be reached or used now (``chatgate mcp probe``); the message
-    says why, without the server's env or header values."""
+    """An MCP server cannot be used now; the message says why, without env or headers."""
 
     def __init__(self, server: str, reason: str) -> None:
         super().__init__(f"MCP server {server!r}: {reason}")

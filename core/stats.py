@@ -9,7 +9,7 @@ Labels are platforms, outcomes, providers and models, never a chat or a person.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 # Upper bounds in seconds (Prometheus ``le``), from a fast local reply to a slow tool loop.
@@ -71,6 +71,12 @@ class CoreStats:
     commands: Counter[str] = field(default_factory=Counter)
     # (provider, kind: timeout | rate_limited | unavailable | refused)
     model_errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # (provider, model, kind: turn | review | curator | cron | compaction, type: input |
+    # output | cache_read | cache_write); cost by (provider, model, kind) (``core.usage``)
+    usage_tokens: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    usage_cost: defaultdict[tuple[str, str, str], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
     # (platform, outcome: sent | retry | undeliverable | pulled)
     deliveries: Counter[tuple[str, str]] = field(default_factory=Counter)
     turn_seconds: Histograms = field(default_factory=lambda: Histograms(TURN_BUCKETS))

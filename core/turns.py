@@ -43,6 +43,8 @@ from core.turn import CallGate, TurnResult, TurnRunner, sent_files
 from core.turn_commit import TurnCommitter
 from core.turn_context import scope
 from core.turn_watch import TurnWatch
+from core.usage.attribution import attributed, for_message
+from core.usage.gate import BudgetGate
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +97,10 @@ class TurnProcessor:
         *,
         streaming: Streaming | None = None,
         intake: MediaIntake | None = None,
+        budgets: BudgetGate | None = None,
     ) -> None:
         self._db = db
+        self._budgets = budgets
         self._streaming = streaming or Streaming({})
         self._intake = intake or MediaIntake()
         # A preview a run of an item's turn showed, for a run again after the store failed.
@@ -115,7 +119,8 @@ class TurnProcessor:
     async def handle(self, work: Work) -> TurnReplies:
         """Run ``work``'s command or model turn and commit what it produced; run it again
         if the store could not write before it had an outcome (module docstring)."""
-        with scope(work.id):
+        msg = work.item.message
+        with scope(work.id), for_message(msg.platform, msg.chat_id, msg.user_id, msg.route):
             self._waited(work)
             try:
                 return await self._handle_until_stored(work)
@@ -144,6 +149,9 @@ class TurnProcessor:
         paused = await self._db.approvals.latest_for_inbox(item.id) if work.recovered else None
         if paused is None and await self._unknown_command(item):
             return await self._finish(self._reply_only(item, UNKNOWN_COMMAND))
+        over = await self._budgets.refusal(item.message) if self._budgets and not paused else None
+        if over is not None:  # a budget is used up (``core.usage.gate``)
+            return await self._finish(self._reply_only(item, over))  # the model is not called
         started = self._clock.now()
         partial = TurnResult()  # what the turn did, should its time bound cut it short
         if paused is None:
@@ -153,8 +161,9 @@ class TurnProcessor:
             state, notices = await self._sessions.current(item), []
         shown = self._shown.get(item.id, item.preview_id)
         preview = self._streaming.open(item.id, item.message, shown)
-        turn = self._run_turn(state, item, partial, preview, paused)
-        return await self._model_turn(item, state, turn, partial, started, notices, preview)
+        with attributed(session_id=state.row.id):
+            turn = self._run_turn(state, item, partial, preview, paused)
+            return await self._model_turn(item, state, turn, partial, started, notices, preview)
 
     async def _model_turn(
         self,

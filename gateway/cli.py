@@ -44,6 +44,12 @@ LAZY = {
     "config": LazyCommand(
         "gateway.config_cli", "config_app", "The configuration this profile runs with."
     ),
+    "usage": LazyCommand(
+        "gateway.usage_cli",
+        "usage_app",
+        "Tokens and cost of model calls, by chat, person, platform or kind.",
+        group=False,
+    ),
     "status": LazyCommand(
         "gateway.status_cli",
         "status_app",

@@ -36,7 +36,7 @@ def effective(settings: Settings, sources: Mapping[str, str], home_source: str) 
     names = env_names(type(settings))
     secrets = configured_secrets(settings)
     rows = [Row("home", str(settings.home), home_source, ("CHATGATE_HOME",))]
-    dumped = settings.model_dump(mode="json", exclude={"home"})
+    dumped = settings.model_dump(mode="json", exclude={"home"}, by_alias=True)
     for section, keys in dumped.items():
         for key, value in keys.items():
             dotted = f"{section}.{key}"

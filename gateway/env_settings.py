@@ -51,7 +51,8 @@ def section_keys(model: type[Settings]) -> Iterator[tuple[str, Any]]:
         section = field.annotation
         if isinstance(section, type) and issubclass(section, BaseModel):
             for key, inner in section.model_fields.items():
-                yield f"{name}.{key}", inner.annotation
+                # By its alias where it has one (``budgets.global``, field ``global_``).
+                yield f"{name}.{inner.alias or key}", inner.annotation
 
 
 def aliases(model: type[Settings]) -> dict[str, str]:
@@ -107,6 +108,8 @@ def _container(annotation: Any) -> type | None:
         return next(iter(kinds)) if len(kinds) == 1 else None
     if list in (annotation, origin):
         return list
-    if dict in (annotation, origin):
-        return dict
+    if dict in (annotation, origin) or (
+        isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    ):
+        return dict  # a nested section (``budgets.per_chat``) is read from a JSON object
     return None

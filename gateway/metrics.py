@@ -108,6 +108,11 @@ def _counters(stats: CoreStats) -> Iterator[Family]:
     yield _counter(
         "chatgate_deliveries", "Reply delivery attempts", ("platform", "outcome"), stats.deliveries
     )
+    usage = ("provider", "model", "kind")
+    yield _counter(
+        "chatgate_model_tokens", "Tokens model calls used", (*usage, "type"), stats.usage_tokens
+    )
+    yield _counter("chatgate_model_cost", "Cost of model calls (pricing:)", usage, stats.usage_cost)
 
 
 def _histograms(stats: CoreStats) -> Iterator[Family]:

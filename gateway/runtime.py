@@ -293,6 +293,8 @@ def _core_settings(settings: Settings) -> CoreSettings:
         approvals=settings.tools.rules(),
         streaming=settings.streaming.enabled,
         forget_marks=forget_marks_path(settings.home),
+        pricing=settings.pricing.pricing(),
+        budgets=settings.budgets.rules(),
     )
 
 

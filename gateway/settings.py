@@ -1,7 +1,8 @@
 """The typed settings of one chatgate profile: the core's sections and the base model.
 
 ``Settings`` holds the sections every gateway has (``server``, ``logging``, ``database``,
-``model``, ``streaming``, ``sessions``, ``prompt``, ``recovery``, ``tools``). Features and
+``model``, ``streaming``, ``sessions``, ``prompt``, ``recovery``, ``tools``, ``pricing``,
+``budgets``). Features and
 platforms bring sections of their own, declared in their own modules; ``gateway.config``
 composes them into the model a profile is read into, so a section is reached by its
 model, not by a name written here:
@@ -22,6 +23,7 @@ from core.messages import InboundMessage
 from core.models.base import ModelConfig
 from core.prompt.builder import CallerContext
 from gateway.tool_settings import ToolSettings
+from gateway.usage_settings import BudgetSettings, PricingSettings
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -154,6 +156,8 @@ class Settings(Section):
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    pricing: PricingSettings = Field(default_factory=PricingSettings)
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
     # How to read these settings again from where they came from (``gateway.config``).
     _source: Callable[[], Settings] | None = PrivateAttr(default=None)
 

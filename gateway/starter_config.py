@@ -92,6 +92,23 @@ tools:                     # which tools each chat is offered (built-in and mcp_
                            # "platform:user_id" entries, e.g. ["webhook:alice"]
   approval_timeout_seconds: 300  # no decision in this long denies the call
 
+pricing:                   # per million tokens, per provider and model; none built in
+  openai: {}               # e.g. {"gpt-4o-mini": {input: 0.15, output: 0.60, cache_read: 0.075}}
+  anthropic: {}            # e.g. {"claude-sonnet-4-5": {input: 3.0, output: 15.0,
+                           #        cache_read: 0.30, cache_write: 3.75}}
+  offline: {}              # a cache price left out is the input price
+
+budgets:                   # a turn over a budget gets one line and no model call
+  global: {}               # e.g. {daily_tokens: 2000000, monthly_cost: 50.0}
+  per_platform: {}         # e.g. {webhook: {daily_tokens: 500000}}
+  per_chat: {}             # each chat, e.g. {daily_tokens: 20000,
+                           #   overrides: {"webhook:ops": {daily_tokens: 100000}}}
+  per_person: {}           # each person, e.g. {monthly_cost: 5.0} (overrides by platform:user_id)
+  background: {}           # review, curator and cron: skipped when over, never charged to a chat
+  timezone: UTC            # where budget days and months start (an IANA name)
+                           # keys: daily_tokens, monthly_tokens (input + output), daily_cost,
+                           # monthly_cost (from pricing)
+
 prompt:
   identity: ""             # replaces the built-in identity paragraph ($CHATGATE_HOME/SOUL.md wins)
   workspace: null          # a folder whose AGENTS.md / CLAUDE.md / ... every new session reads

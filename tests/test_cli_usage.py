@@ -47,6 +47,8 @@ BAD = [
     ["sessions", "list", "--limit", "x"],
     ["sessions", "list", "--limit", "0"],
     ["status", "--bogus"],
+    ["usage", "--by", "colour"],
+    ["usage", "--since", "yesterday"],
     ["status", "extra"],
     ["memory"],
     ["people"],

@@ -81,5 +81,6 @@ def test_every_key_of_every_section_has_a_variable() -> None:
     for section in sections:
         annotation = model.model_fields[section].annotation
         assert annotation is not None
-        for key in annotation.model_fields:
+        for name, field in annotation.model_fields.items():
+            key = field.alias or name  # ``budgets.global`` (a keyword: field ``global_``)
             assert f"CHATGATE_{section.upper()}__{key.upper()}" in names[f"{section}.{key}"]

@@ -23,11 +23,14 @@ ALLOWED_LABELS = {"platform", "outcome", "provider", "model", "kind", "command",
 ALLOWED_LABELS |= {"version", "python", "le"}
 # An MCP server's name as configured in mcp.servers: the operator's word, never a person's.
 ALLOWED_LABELS |= {"server"}
+# Which tokens a count is of: input, output, cache_read, cache_write.
+ALLOWED_LABELS |= {"type"}
 
 EXPECTED = {
     "chatgate_db_commits": ("counter", set()),
     "chatgate_turns": ("counter", {"platform", "outcome"}),
     "chatgate_model_errors": ("counter", {"provider", "kind"}),
+    "chatgate_model_tokens": ("counter", {"provider", "model", "kind", "type"}),
     "chatgate_deliveries": ("counter", {"platform", "outcome"}),
     "chatgate_turn_duration_seconds": ("histogram", {"platform"}),
     "chatgate_model_call_duration_seconds": ("histogram", {"provider", "model"}),
@@ -79,6 +82,16 @@ async def test_a_real_turn_shows_in_every_family(home: Path, fake_openai: FakeOp
     calls = families["chatgate_model_call_duration_seconds"]
     count = "chatgate_model_call_duration_seconds_count"
     assert value(calls, count, provider="openai", model=model) == 2
+    tokens = families["chatgate_model_tokens"]
+    output = value(
+        tokens,
+        "chatgate_model_tokens_total",
+        provider="openai",
+        model=model,
+        kind="turn",
+        type="output",
+    )
+    assert output == 2  # "hi there", as the fake model counts it
     waits = families["chatgate_inbox_wait_seconds"]
     assert value(waits, "chatgate_inbox_wait_seconds_count", platform="webhook") == 2
     deliveries = families["chatgate_deliveries"]

@@ -21,7 +21,14 @@ from core.cron.delivery import Deliverer, Notify, Resolved, is_silent, notice, r
 from core.cron.jobs import CronJobs
 from core.cron.prompt import build_run_prompt
 from core.cron.targets import format_target
-from core.errors import CronError, ModelError, PromptRefused, ScheduleError, TargetError
+from core.errors import (
+    BudgetExceeded,
+    CronError,
+    ModelError,
+    PromptRefused,
+    ScheduleError,
+    TargetError,
+)
 from core.scheduler import Scheduler
 from core.store.cron import CronJob, RunEnd, RunStatus
 from core.store.db import SessionDB
@@ -243,6 +250,8 @@ class CronService:
         request = CronRunRequest(job, prompt, target)
         try:
             output = await self._executor(request.job, request.prompt)
+        except BudgetExceeded as exc:  # skipped, and logged by the budget gate
+            return RunEnd("skipped", self._clock.now(), error=str(exc))
         except ModelError as exc:
             error = f"the model failed: {exc}"
             text = notice(job, f"failed: {error}")

@@ -35,6 +35,7 @@ from core.store.records import (
 from core.store.reviews import ReviewStore
 from core.store.search.reader import SearchStore
 from core.store.turns import write_turn
+from core.store.usage import UsageStore
 from core.store.writer import (
     BatchRunner,
     GroupWriter,
@@ -53,7 +54,8 @@ class SessionDB:
     ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
     (background reviews), ``curator`` (the skills curator's run log and flags) and
     ``cron`` (scheduled prompts and their runs), ``approvals`` (tool calls waiting
-    for a person), ``people`` (one person's rows, shown or forgotten; retention).
+    for a person), ``people`` (one person's rows, shown or forgotten; retention),
+    ``usage`` (each model call's tokens and cost; budget notices).
     The engines are private: every SQL statement lives in ``core/store``.
     """
 
@@ -84,6 +86,7 @@ class SessionDB:
         self.pairing = PairingStore(self._engines.read, self._writer)
         self.approvals = ApprovalStore(self._engines.read, self._writer)
         self.people = PeopleStore(self._engines.read, self._writer, sqlite_file=path)
+        self.usage = UsageStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:

@@ -19,6 +19,7 @@ from core.cron.executor import SessionExecutor
 from core.cron.service import CronService
 from core.cron.tool import CronJobTool
 from core.messages import ChatTarget
+from core.usage.background import BackgroundModel
 from gateway.features.base import Contribution, FeatureContext, FeatureSpec, Metric
 from gateway.settings import Settings
 
@@ -69,7 +70,7 @@ class Cron:
         executor = SessionExecutor(
             ctx.db,
             core.sessions,
-            ctx.model,
+            BackgroundModel(ctx.model, "cron", core.budgets),
             core.tools,
             ctx.clock,
             settings.caller_context,

@@ -20,6 +20,7 @@ from core.curator.service import Curator
 from core.models.base import ModelClient
 from core.skills.store import SkillStore
 from core.store.db import SessionDB
+from core.usage.background import BackgroundModel
 from gateway.features.base import Contribution, FeatureContext, FeatureSpec, Job
 from gateway.features.skills import SkillsSettings
 from gateway.settings import Settings
@@ -97,7 +98,13 @@ class CuratorFeature:
 
     @asynccontextmanager
     async def open(self, ctx: FeatureContext) -> AsyncIterator[Contribution]:
-        curator = build_curator(self._settings, ctx.db, ctx.skills, ctx.model, ctx.clock)
+        curator = build_curator(
+            self._settings,
+            ctx.db,
+            ctx.skills,
+            BackgroundModel(ctx.model, "curator", ctx.core.budgets),
+            ctx.clock,
+        )
         self.curator = curator
         every = self._settings.section(CuratorSettings).check_minutes * 60
         # The first check runs at start, which arms a fresh install's first interval.

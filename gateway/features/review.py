@@ -19,6 +19,7 @@ from core.messages import ChatTarget
 from core.review.cadence import Intervals
 from core.review.service import ReviewPolicy, ReviewService
 from core.review.status import review_status
+from core.usage.background import BackgroundModel
 from gateway.features.base import Contribution, FeatureContext, FeatureSpec, Metric
 from gateway.features.memory import MemorySettings
 from gateway.features.skills import SkillsSettings
@@ -58,7 +59,7 @@ class Review:
 
         service = ReviewService(
             ctx.db,
-            ctx.model,
+            BackgroundModel(ctx.model, "review", core.budgets),
             core.tools,
             ctx.clock,
             self._policy,

@@ -184,6 +184,25 @@ def _forget_pairing(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
     return gone
 
 
+_USAGE = (
+    "SELECT at, session_id, chat_key, platform, route, kind, provider, model, input_tokens, "
+    "output_tokens, cache_read_tokens, cache_write_tokens, cost FROM usage "
+    "WHERE person = :person ORDER BY id"
+)
+
+
+def _usage_rows(tx: Tx, plan: Plan) -> Rows:
+    return tx.fetch(_USAGE, {"person": str(plan.person)})
+
+
+def _forget_usage(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
+    """Their model calls' rows go (and with them their part of every total)."""
+    only = {"person": str(plan.person)}
+    gone = int(tx.scalar("SELECT count(*) FROM usage WHERE person = :person", only))
+    tx.execute("DELETE FROM usage WHERE person = :person", only)
+    return gone
+
+
 # In forgetting order: messages before their sessions, inbox rows before the sessions
 # they point at. Usage and audit areas go here (``forget`` of the audit's area
 # pseudonymises rather than deletes, and records one ``person_forgotten`` event under
@@ -194,4 +213,5 @@ DB_AREAS: list[DbArea] = [
     DbArea("sessions", _session_rows, _forget_sessions),
     DbArea("cron_jobs", _cron_rows, _forget_cron),
     DbArea("pairing", _pairing_rows, _forget_pairing),
+    DbArea("usage", _usage_rows, _forget_usage),
 ]
