@@ -16,6 +16,7 @@ from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
 from core.store.approvals import ApprovalStore
+from core.store.audit import AuditStore
 from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
@@ -53,7 +54,8 @@ class SessionDB:
     ``search`` (``session_search`` and ``chatgate sessions search``), ``reviews``
     (background reviews), ``curator`` (the skills curator's run log and flags) and
     ``cron`` (scheduled prompts and their runs), ``approvals`` (tool calls waiting
-    for a person), ``people`` (one person's rows, shown or forgotten; retention).
+    for a person), ``people`` (one person's rows, shown or forgotten; retention), ``audit`` (the
+    audit ledger, ``core.audit``).
     The engines are private: every SQL statement lives in ``core/store``.
     """
 
@@ -84,6 +86,7 @@ class SessionDB:
         self.pairing = PairingStore(self._engines.read, self._writer)
         self.approvals = ApprovalStore(self._engines.read, self._writer)
         self.people = PeopleStore(self._engines.read, self._writer, sqlite_file=path)
+        self.audit = AuditStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:

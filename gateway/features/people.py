@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from core.audit.salt import audit_salt
 from core.clock import Clock
 from core.commands import Command, CommandHost, CommandReply
 from core.errors import ChatgateError
@@ -43,7 +44,8 @@ OWNER_NOTICE = "Someone on {platform} used /forget-me: their data was deleted ({
 def build_people(settings: Settings, db: SessionDB, clock: Clock) -> People:
     """The ``People`` the CLI and the gateway share, over this home."""
     marks = ForgetMarks(forget_marks_path(settings.home))
-    return People(db, file_areas(settings.home), marks, clock)
+    home = settings.home
+    return People(db, file_areas(home), marks, clock, salt=lambda: audit_salt(home))
 
 
 class PeopleFeature:
