@@ -8,8 +8,9 @@ delay or fail a turn (``core.audit.writer``). ``NO_AUDIT`` records nothing.
 
 Events: ``message_received``, ``turn_started``, ``turn_finished``, ``model_call``,
 ``tool_call``, ``approval_requested``, ``approval_decided``, ``pairing``,
-``memory_write``, ``skill_write``, ``delivery`` (``detail.receipt``: queued, sent,
-delivered, failed, unknown) and ``person_forgotten`` (``core.store.people.areas``).
+``memory_write``, ``skill_write``, a reply's receipts ``delivery_queued``,
+``delivery_sent``, ``delivery_delivered``, ``delivery_failed`` and ``delivery_unknown``
+(``core.audit.receipts``), and ``person_forgotten`` (``core.store.people.areas``).
 """
 
 from __future__ import annotations
