@@ -175,3 +175,16 @@ async def test_the_audit_on_postgresql(home: Path, fake_openai: FakeOpenAIServer
     assert [r["event"] for r in rows][-2:] == ["delivery_queued", "delivery_delivered"]
     assert {r["session_id"] for r in rows[1:]} == {session_id}
     assert detail(next(r for r in rows if r["event"] == "tool_call"))["tool"] == "memory"
+
+
+async def test_forget_me_leaves_nothing_under_their_id(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await one_turn(gw, fake_openai, user_id="alice")
+        await gw.say("/forget-me confirm", chat_id="alice-dm", user_id="alice")
+        url = gw.settings.database_url
+    rows = await audit_rows(url)
+
+    assert [r for r in rows if "alice" in f"{r['person']} {r['chat_key']}"] == []
+    assert [r["event"] for r in rows].count("person_forgotten") == 1

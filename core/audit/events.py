@@ -65,6 +65,11 @@ class AuditSink(Protocol):
         """Whom the events of turn ``turn_id`` concern from now on."""
         ...
 
+    def forgetting(self, person: str) -> None:
+        """``person`` is being forgotten: events about them not yet written (and any
+        later) are written without their id or chat key."""
+        ...
+
 
 class _NoAudit:
     def record(
@@ -79,6 +84,9 @@ class _NoAudit:
         return None
 
     def remember(self, turn_id: int, who: Who) -> None:
+        return None
+
+    def forgetting(self, person: str) -> None:
         return None
 
 

@@ -4,7 +4,9 @@
 when the queue is full the event is dropped and counted (``dropped``). The writer task
 takes what has queued up (up to ``batch`` events) and appends it in one write through
 ``core/store/audit.py``; a failed write is logged and its events counted (``failed``),
-never raised into anything. Closing writes what is still queued.
+never raised into anything. Closing writes what is still queued. A person being
+forgotten in this process (``forgetting``) is left out of every event written from then
+on, queued ones included, so none lands under their id after the forgetting.
 
 Each event belongs to a turn when one is being worked on (``core.turn_context``): the
 writer remembers, for recent turns, whom they concern (``remember``), so a model call or a
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from dataclasses import replace
 from types import TracebackType
 
 from core import turn_context
@@ -42,6 +45,7 @@ class AuditWriter:
         # None is the writer's stop sign, queued by ``__aexit__`` behind every event.
         self._queue: asyncio.Queue[AuditRecord | None] = asyncio.Queue(max_queue)
         self._turns: OrderedDict[int, Who] = OrderedDict()
+        self._forgotten: set[str] = set()
         self._tasks = TaskSet("audit")
         self.written = 0
         self.dropped = 0
@@ -96,6 +100,14 @@ class AuditWriter:
         while len(self._turns) > _TURNS_KEPT:
             self._turns.popitem(last=False)
 
+    def forgetting(self, person: str) -> None:
+        self._forgotten.add(person)
+
+    def _scrubbed(self, record: AuditRecord) -> AuditRecord:
+        if record.person not in self._forgotten:
+            return record
+        return replace(record, person=None, chat_key=None)
+
     async def _run(self) -> None:
         stopping = False
         while not stopping:
@@ -113,7 +125,7 @@ class AuditWriter:
         if not records:
             return
         try:
-            await self._store.append(records)
+            await self._store.append([self._scrubbed(r) for r in records])
         except Exception as exc:  # the ledger is best effort: a failure never reaches a turn
             self.failed += len(records)
             log.warning("audit: %d event(s) not written: %s", len(records), type(exc).__name__)

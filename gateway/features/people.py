@@ -63,8 +63,10 @@ class PeopleFeature:
                 return CommandReply(IN_GROUP)
             if args.strip().lower() != "confirm":
                 return CommandReply(ASK)
+            person = Person(msg.platform, msg.user_id)
+            ctx.core.audit.forgetting(str(person))
             try:
-                done = await people.forget(Person(msg.platform, msg.user_id), keep_inbox_id=item.id)
+                done = await people.forget(person, keep_inbox_id=item.id)
             except ChatgateError as exc:
                 log.warning("/forget-me did not complete: %s", exc.__class__.__name__)
                 await _tell(ctx, msg.platform, msg.route, owners, "it did not complete")
