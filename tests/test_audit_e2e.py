@@ -188,3 +188,12 @@ async def test_forget_me_leaves_nothing_under_their_id(
 
     assert [r for r in rows if "alice" in f"{r['person']} {r['chat_key']}"] == []
     assert [r["event"] for r in rows].count("person_forgotten") == 1
+
+
+async def test_metrics_count_the_audit_writers_events(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        metrics = (await gw.client.get("/metrics")).text
+
+    assert 'chatgate_audit_events_total{outcome="dropped"} 0.0' in metrics
