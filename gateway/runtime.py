@@ -28,8 +28,6 @@ from typing import Any, TypeVar
 from adapters.base import Adapter
 from adapters.platform import PlatformServices, PlatformSpec
 from core.assembly import Core, CoreSettings
-from core.audit.events import NO_AUDIT
-from core.audit.telemetry import AuditTelemetry
 from core.clock import Clock, SystemClock
 from core.hooks import TurnHooks
 from core.ingress import SessionPolicy
@@ -47,7 +45,7 @@ from core.tools import Tool
 from core.turn_commit import CommitPolicy
 from gateway import platforms
 from gateway.features import FEATURES
-from gateway.features.audit import open_audit
+from gateway.features.audit import audited, open_audit
 from gateway.features.base import Contribution, Feature, FeatureContext, Metric
 from gateway.media_intake import build_intake
 from gateway.otel import open_telemetry
@@ -229,7 +227,7 @@ async def _core(
         senders,
         _core_settings(settings),
         caller_context_for=settings.caller_context,
-        telemetry=AuditTelemetry(telemetry, audit) if audit is not NO_AUDIT else telemetry,
+        telemetry=audited(telemetry, audit),
         previews=previews,
         intake=build_intake(settings),
         audit=audit,

@@ -16,9 +16,11 @@ from pydantic import Field
 from adapters.platform import Section
 from core.audit.events import NO_AUDIT, AuditSink
 from core.audit.retention import AuditRetention
+from core.audit.telemetry import AuditTelemetry, CostOf
 from core.audit.writer import AuditWriter
 from core.clock import Clock
 from core.store.db import SessionDB
+from core.telemetry import Telemetry
 from gateway.features.base import Contribution, FeatureContext, FeatureSpec, Job, Metric
 from gateway.settings import Settings
 
@@ -49,6 +51,15 @@ async def open_audit(settings: Settings, db: SessionDB, clock: Clock) -> AsyncIt
         return
     async with AuditWriter(db.audit, clock) as writer:
         yield writer
+
+
+def audited(telemetry: Telemetry, audit: AuditSink, cost_of: CostOf | None = None) -> Telemetry:
+    """``telemetry`` that also records turns, model and tool calls in ``audit`` (itself when
+    the audit is off); ``cost_of(provider, model, usage)`` prices each model call (the
+    usage accounting's pricing; without it the cost stays empty)."""
+    if audit is NO_AUDIT:
+        return telemetry
+    return AuditTelemetry(telemetry, audit, cost_of)
 
 
 class AuditFeature:
