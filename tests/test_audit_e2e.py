@@ -17,6 +17,7 @@ from tests.direct_sql import DirectSql
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.postgres import postgres_database
+from tests.test_skills_e2e import SKILL
 
 SAID = "please remember zanzibarian tea"
 NOTE = {"target": "user", "action": "add", "content": "Likes oolongish tea"}
@@ -197,3 +198,22 @@ async def test_metrics_count_the_audit_writers_events(
         metrics = (await gw.client.get("/metrics")).text
 
     assert 'chatgate_audit_events_total{outcome="dropped"} 0.0' in metrics
+
+
+async def test_a_skill_written_by_the_model_is_audited(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    create = {"action": "create", "name": "release-notes", "content": SKILL}
+    fake_openai.reply_tool_call("skill_manage", {"operations": [create]})
+    fake_openai.reply_text("Saved.")
+    fake_openai.reply_tool_call("skill_manage", {"operations": [{**create, "name": "../x"}]})
+    fake_openai.reply_text("That did not work.")
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await gw.say("save how we write release notes as a skill")
+        await gw.say("and once more, badly")
+        url = gw.settings.database_url
+    rows = await audit_rows(url)
+    outcomes = [detail(r)["outcome"] for r in rows if r["event"] == "tool_call"]
+
+    assert outcomes == ["ok", "error"]
+    assert [r["event"] for r in rows].count("skill_write") == 1
