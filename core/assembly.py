@@ -18,7 +18,6 @@ from core.approvals.commands import approval_commands
 from core.approvals.rules import ApprovalRules
 from core.approvals.service import Approvals
 from core.audit.events import NO_AUDIT, AuditSink
-from core.audit.hooks import add_audit_hooks
 from core.clock import Clock
 from core.command_host import CoreCommandHost
 from core.commands import CommandRegistry, builtin_commands
@@ -107,8 +106,6 @@ class Core:
     ) -> None:
         self.stats = CoreStats()
         self.audit = audit
-        if audit is not NO_AUDIT:
-            add_audit_hooks(hooks, audit)
         self._streaming = Streaming(previews or {}, enabled=settings.streaming)
         self._intake = intake or MediaIntake()
         self.model = model = ObservedModel(model, self.stats, telemetry)

@@ -3,21 +3,24 @@ memory write (its file and action, never the entry's text)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.audit.events import AuditSink, Who
-from core.hooks import TurnHooks, TurnStart
+from core.hooks import TurnStart
 from core.memory.writes import MemoryWrite
 from core.store.records import InboxItem
 
 
-def add_audit_hooks(hooks: TurnHooks, audit: AuditSink) -> None:
-    """Add to ``hooks`` what the audit ledger follows."""
+@dataclass(frozen=True, slots=True)
+class AuditHooks:
+    """``before_turn`` and ``memory_written`` hooks recording into ``audit``.
+    ``session_known`` belongs after compaction's hook, which may replace the session."""
 
-    async def session_known(start: TurnStart, item: InboxItem) -> None:
-        audit.remember(item.id, Who.of(item, start.state.row.id))
+    audit: AuditSink
 
-    async def memory_written(write: MemoryWrite) -> None:
+    async def session_known(self, start: TurnStart, item: InboxItem) -> None:
+        self.audit.remember(item.id, Who.of(item, start.state.row.id))
+
+    async def memory_written(self, write: MemoryWrite) -> None:
         detail = {"target": write.target, "action": write.action, "session": write.session_id}
-        audit.record("memory_write", detail)
-
-    hooks.before_turn.insert(0, session_known)  # before compaction may replace the session
-    hooks.memory_written.append(memory_written)
+        self.audit.record("memory_write", detail)

@@ -2,8 +2,8 @@
 
 ``open_audit`` (called by ``gateway.runtime`` before the core is built, since every part
 of the core records into it) starts the writer when ``audit.enabled``; the feature then
-schedules the pruning of events older than ``audit.retention_days`` and shows the
-writer's counters in ``/metrics``.
+adds the turn hooks (``core.audit.hooks``), schedules the pruning of events older than
+``audit.retention_days`` and shows the writer's counters in ``/metrics``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pydantic import Field
 
 from adapters.platform import Section
 from core.audit.events import NO_AUDIT, AuditSink
+from core.audit.hooks import AuditHooks
 from core.audit.retention import AuditRetention
 from core.audit.telemetry import AuditTelemetry, CostOf
 from core.audit.writer import AuditWriter
@@ -76,7 +77,13 @@ class AuditFeature:
             every = self._section.check_minutes * 60
             jobs.append(Job(JOB_ID, "audit retention", every, self.retention.check, first_in=0))
         writer = audit if isinstance(audit, AuditWriter) else None
-        yield Contribution(jobs=jobs, metrics=(lambda: _metrics(writer)) if writer else None)
+        hooks = AuditHooks(audit)
+        yield Contribution(
+            jobs=jobs,
+            metrics=(lambda: _metrics(writer)) if writer else None,
+            before_turn=[hooks.session_known],  # after compaction's: FEATURES' order
+            memory_written=[hooks.memory_written],
+        )
 
 
 def _metrics(writer: AuditWriter) -> Iterator[Metric]:
