@@ -120,10 +120,11 @@ class Ingress:
     def _received(self, item: InboxItem) -> None:
         msg = item.message
         self._audit.remember(item.id, Who.of(item))
-        detail = {"chat_id": msg.chat_id, "thread_id": msg.thread_id, "route": msg.route}
+        # The chat is the event's chat key, never repeated in ``detail``: a forgetting
+        # pseudonymises the key, and would miss a copy.
         self._audit.record(
             "message_received",
-            {k: v for k, v in detail.items() if v is not None},
+            {"route": msg.route} if msg.route else None,
             turn_id=item.id,
             message_id=msg.platform_message_id,
         )

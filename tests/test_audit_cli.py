@@ -11,6 +11,7 @@ from core.audit.salt import salt_path
 from core.people.person import Person
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import running_gateway
+from tests.postgres import postgres_database
 from tests.test_audit_e2e import audit_rows, one_turn
 from tests.test_cli import chatgate, cli_env
 
@@ -143,3 +144,19 @@ async def test_the_salt_is_a_secret_file(home: Path, fake_openai: FakeOpenAIServ
 
     mode = stat.S_IMODE(os.stat(salt_path(home)).st_mode)
     assert mode == 0o600
+
+
+async def test_forget_pseudonymises_on_postgresql(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with postgres_database() as pg_url:
+        env = fake_openai.gateway_env(CHATGATE_DATABASE_URL=pg_url)
+        async with running_gateway(home, env) as gw:
+            await one_turn(gw, fake_openai, user_id="alice")
+        shown = chatgate("people", "show", "webhook:alice", "--json", env=cli_env(**env))
+        done = chatgate("people", "forget", "webhook:alice", "--yes", env=cli_env(**env))
+        rows = await audit_rows(pg_url)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(json.loads(shown.stdout)["areas"]["audit"]) == len(rows) - 1
+    assert [r for r in rows if "alice" in f"{r['person']} {r['chat_key']}"] == []

@@ -204,9 +204,10 @@ def _audit_rows(tx: Tx, plan: Plan) -> Rows:
 
 
 def _forget_audit(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
-    """Pseudonymise their audit rows (person and chat key become salted hashes) and add
-    one ``person_forgotten`` event under the pseudonym: the ledger keeps what happened,
-    not who it happened to."""
+    """Pseudonymise their audit rows (person and chat key become salted hashes; the chat
+    keys of their rows everywhere, a notice to their chat too) and add one
+    ``person_forgotten`` event under the pseudonym: the ledger keeps what happened, not
+    who it happened to."""
     salt = ctx.salt or os.urandom(32)
     pseudonym = plan.person.pseudonym(salt)
     person = {"person": str(plan.person)}
@@ -216,8 +217,8 @@ def _forget_audit(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
         if row["chat_key"] is not None:
             hashed = hashlib.sha256(salt + str(row["chat_key"]).encode()).hexdigest()
             tx.execute(
-                "UPDATE audit SET chat_key = :hashed WHERE person = :person AND chat_key = :key",
-                {**person, "hashed": hashed, "key": row["chat_key"]},
+                "UPDATE audit SET chat_key = :hashed WHERE chat_key = :key",
+                {"hashed": hashed, "key": row["chat_key"]},
             )
     tx.execute(
         "UPDATE audit SET person = :pseudonym WHERE person = :person",
