@@ -18,6 +18,7 @@ from core.access import AccessPolicy, AccessRules
 from core.approvals.commands import approval_commands
 from core.approvals.rules import ApprovalRules
 from core.approvals.service import Approvals
+from core.audit.events import NO_AUDIT, AuditSink
 from core.clock import Clock
 from core.command_host import CoreCommandHost
 from core.commands import CommandRegistry, builtin_commands
@@ -112,8 +113,10 @@ class Core:
         telemetry: Telemetry = NO_TELEMETRY,
         previews: Mapping[str, Previews] | None = None,
         intake: MediaIntake | None = None,
+        audit: AuditSink = NO_AUDIT,
     ) -> None:
         self.stats = CoreStats()
+        self.audit = audit
         self._streaming = Streaming(previews or {}, enabled=settings.streaming)
         self._intake = intake or MediaIntake()
         self._meter = Meter(db.usage, settings.pricing, clock, self.stats)
@@ -122,7 +125,7 @@ class Core:
         self.hooks = hooks
         self.tools = ToolRegistry()
         self.commands: CommandRegistry = builtin_commands()
-        self.pairings = Pairings(db.pairing, clock)
+        self.pairings = Pairings(db.pairing, clock, audit=audit)
         self.access = AccessPolicy(settings.access, self.pairings, clock)
         self.commands.register(pair_command(self.pairings))
         self.budgets = self._budgets(db, clock, settings)
@@ -137,7 +140,7 @@ class Core:
             cache_bytes=settings.session_cache_bytes,
             marks=ForgetMarks(settings.forget_marks) if settings.forget_marks else None,
         )
-        self.outbox = Outbox(db, clock, senders, self.stats)
+        self.outbox = Outbox(db, clock, senders, self.stats, audit)
         self.approvals = self._approvals(db, clock, settings.approvals)
         host = CoreCommandHost(
             db, self.sessions, self.commands, hooks, model, self.access, self.approvals
@@ -206,6 +209,7 @@ class Core:
             destructive=self.tools.destructive,
             # The turn paused: whoever waits for it (a webhook request) hears it now.
             on_paused=lambda inbox_id, replies: self._router.resolve(inbox_id, replies),
+            audit=self.audit,
         )
         for command in approval_commands(approvals):
             self.commands.register(command)
@@ -235,6 +239,7 @@ class Core:
             limiter,
             clock,
             self.approvals,
+            self.audit,
         )
 
     @property

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from core.access import AccessPolicy, TurnedAway
 from core.approvals.decision import Decided
 from core.approvals.service import Approvals
+from core.audit.events import NO_AUDIT, AuditSink, Who
 from core.clock import Clock
 from core.commands import STOP, CommandRegistry
 from core.messages import InboundMessage, OutboundFile, OutboundMessage
@@ -64,8 +65,10 @@ class Ingress:
         limiter: ChatRateLimiter,
         clock: Clock,
         approvals: Approvals,
+        audit: AuditSink = NO_AUDIT,
     ) -> None:
         self._db = db
+        self._audit = audit
         self._approvals = approvals
         self._clock = clock
         self._access = access
@@ -110,8 +113,21 @@ class Ingress:
             return
         self._stats.inbound[platform] += 1
         log.debug("inbound accepted: platform=%s", platform)
+        self._received(accepted.item)
         if self._accepting and self._dispatch(accepted.item, paced=True):
             await self._limiter.notify(accepted.item)
+
+    def _received(self, item: InboxItem) -> None:
+        msg = item.message
+        self._audit.remember(item.id, Who.of(item))
+        # The chat is the event's chat key, never repeated in ``detail``: a forgetting
+        # pseudonymises the key, and would miss a copy.
+        self._audit.record(
+            "message_received",
+            {"route": msg.route} if msg.route else None,
+            turn_id=item.id,
+            message_id=msg.platform_message_id,
+        )
 
     async def recover(self, up_to: int | None = None) -> int:
         """Queue every message accepted before a restart but never processed.

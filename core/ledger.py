@@ -15,6 +15,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from core.audit.events import NO_AUDIT, AuditSink
+from core.audit.receipts import record_receipt
 from core.clock import Clock
 from core.messages import OutboundMessage
 from core.stats import CoreStats
@@ -49,8 +51,11 @@ class DeliveryLedger(Protocol):
 class Ledger:
     """The ``DeliveryLedger`` over the SessionDB's outbox; ``close`` flushes what is left."""
 
-    def __init__(self, db: SessionDB, clock: Clock, stats: CoreStats) -> None:
+    def __init__(
+        self, db: SessionDB, clock: Clock, stats: CoreStats, audit: AuditSink = NO_AUDIT
+    ) -> None:
         self._db = db
+        self._audit = audit
         self._clock = clock
         self._stats = stats
         self._pending: list[int] = []
@@ -67,6 +72,7 @@ class Ledger:
             return
         for reply in replies:
             self._stats.deliveries[reply.platform, "pulled"] += 1
+            record_receipt(self._audit, reply, "delivered")
             with scope(reply.inbox_id):
                 log.debug("delivered reply %s: platform=%s", reply.id, reply.platform)
         start_flush = not self._pending

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from core.audit.events import NO_AUDIT, AuditSink
+from core.audit.receipts import record_receipt
 from core.clock import Clock
 from core.ledger import Ledger
 from core.messages import ChatTarget, OutboundMessage
@@ -28,14 +30,18 @@ class Outbox:
         clock: Clock,
         senders: Mapping[str, ReplySender],
         stats: CoreStats,
+        audit: AuditSink = NO_AUDIT,
     ) -> None:
         self._db = db
         self._clock = clock
-        self._push = PushDelivery(db, senders, clock, stats)
-        self.ledger = Ledger(db, clock, stats)
+        self._audit = audit
+        self._push = PushDelivery(db, senders, clock, stats, audit)
+        self.ledger = Ledger(db, clock, stats, audit)
 
     async def publish(self, replies: list[OutboundMessage]) -> None:
         """Send freshly committed ``replies`` through the adapters that push them."""
+        for reply in replies:
+            record_receipt(self._audit, reply, "queued")
         if replies:
             await self._push.deliver(replies)
 

@@ -15,6 +15,7 @@ import hashlib
 import secrets
 from datetime import UTC, datetime
 
+from core.audit.events import NO_AUDIT, AuditSink, Who
 from core.clock import Clock
 from core.messages import InboundMessage
 from core.store.pairing import Limits, PairingRequest, PairingStore
@@ -49,7 +50,14 @@ def code_hash(platform: str, code: str) -> str:
 class Pairings:
     """See the module docstring."""
 
-    def __init__(self, store: PairingStore, clock: Clock, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        store: PairingStore,
+        clock: Clock,
+        limits: Limits | None = None,
+        audit: AuditSink = NO_AUDIT,
+    ) -> None:
+        self._audit = audit
         self._store = store
         self._clock = clock
         self._limits = limits or Limits()
@@ -71,6 +79,7 @@ class Pairings:
             expires_at=now + VALID_SECONDS,
         )
         opened = await self._store.open_request(request, self._limits)
+        self._note("requested", msg.platform, msg.user_id, opened)
         if opened == "opened":
             return OFFER.format(code=code)
         return FULL if opened == "full" else None
@@ -92,12 +101,18 @@ class Pairings:
             return False, f"No {platform} pairing request is waiting with that code (expired?)."
         if outcome == "self":
             return False, "Nobody can approve their own pairing request."
+        self._note("approved", platform, request.user_id)
         return True, f"Approved {_who(request.user_name, request.user_id)} on {platform}."
 
     async def revoke(self, platform: str, user_id: str) -> tuple[bool, str]:
         if await self._store.revoke(platform, user_id):
+            self._note("revoked", platform, user_id)
             return True, f"Revoked {platform}:{user_id}; they are a stranger again."
         return False, f"{platform}:{user_id} was not paired."
+
+    def _note(self, action: str, platform: str, user_id: str, outcome: str = "ok") -> None:
+        who = Who(platform=platform, person=f"{platform}:{user_id}")
+        self._audit.record("pairing", {"action": action, "outcome": outcome}, who=who)
 
     async def listing(self, platform: str | None = None) -> str:
         """The waiting requests and the people let in, for ``/pair list`` and the CLI."""

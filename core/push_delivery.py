@@ -16,6 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
+from core.audit.events import NO_AUDIT, AuditSink
+from core.audit.receipts import record_receipt
 from core.clock import Clock
 from core.errors import ChatgateError, Undeliverable
 from core.messages import OutboundMessage
@@ -56,9 +58,11 @@ class PushDelivery:
         adapters: Mapping[str, ReplySender],
         clock: Clock,
         stats: CoreStats,
+        audit: AuditSink = NO_AUDIT,
     ) -> None:
         self._db = db
         self._stats = stats
+        self._audit = audit
         self._adapters = {name: a for name, a in adapters.items() if a.push}
         self._clock = clock
         self._locks = {name: asyncio.Lock() for name in self._adapters}
@@ -119,19 +123,23 @@ class PushDelivery:
             except Undeliverable as exc:
                 log.warning("reply %s to %s can never be delivered: %s", reply.id, platform, exc)
                 self._stats.deliveries[platform, "undeliverable"] += 1
+                record_receipt(self._audit, reply, "failed")
                 await self._db.mark_failed([reply.id], str(exc))
                 continue
             except (ChatgateError, OSError) as exc:
                 log.warning("reply %s to %s not sent yet: %s", reply.id, platform, exc)
                 self._stats.deliveries[platform, "retry"] += 1
+                record_receipt(self._audit, reply, "unknown")
                 held.add(chat)
                 continue
             except Exception:  # an adapter bug must not lose the marks of replies sent
                 log.exception("reply %s to %s failed unexpectedly; retrying", reply.id, platform)
                 self._stats.deliveries[platform, "retry"] += 1
+                record_receipt(self._audit, reply, "unknown")
                 held.add(chat)
                 continue
             self._sent(platform, reply, time.perf_counter() - started)
+            record_receipt(self._audit, reply, "sent", platform_ids[-1])
             sent.append(reply.id)
         if sent:
             await self._db.mark_delivered(sent, self._clock.now(), platform_ids)

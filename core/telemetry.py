@@ -24,6 +24,20 @@ class ModelCall:
     input_tokens: int = 0
     output_tokens: int = 0
     error: str | None = None  # the ``kind`` of ``core.models.observed.error_kind``
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """One finished tool call, for the audit ledger: ``arguments`` is the model's JSON
+    text, which an implementation may digest but must never keep."""
+
+    name: str
+    call_id: str
+    arguments: str
+    seconds: float
+    failed: bool
 
 
 class AgentNotes(Protocol):
@@ -45,6 +59,10 @@ class Telemetry(Protocol):
         """Record one model call's duration and token usage."""
         ...
 
+    def tool_run(self, run: ToolRun) -> None:
+        """Record one tool call once it has its result."""
+        ...
+
 
 class _NoNotes:
     def usage(self, input_tokens: int, output_tokens: int) -> None:
@@ -62,6 +80,9 @@ class _NoTelemetry:
         return nullcontext()
 
     def model_call(self, call: ModelCall) -> None:
+        return None
+
+    def tool_run(self, run: ToolRun) -> None:
         return None
 
 

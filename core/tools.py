@@ -135,3 +135,11 @@ def _everything(_name: str) -> bool:
 def tool_error(message: str) -> str:
     """The error payload a refused or failed call answers the model with."""
     return json.dumps({"success": False, "error": message})
+
+
+_FAILED = tool_error("")[: len('{"success": false')]
+
+
+def failed(output: str) -> bool:
+    """Whether a tool's result is an error payload (``tool_error``'s shape)."""
+    return output.startswith(_FAILED)

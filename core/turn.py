@@ -25,9 +25,9 @@ from core.models.wire import WireCache
 from core.session_tools import ToolOffer
 from core.store.records import NewMessage, StoredMessage
 from core.streaming import NO_PREVIEW, TurnPreview
-from core.telemetry import NO_TELEMETRY, Telemetry
+from core.telemetry import NO_TELEMETRY, Telemetry, ToolRun
 from core.tool_output import guarded
-from core.tools import ToolContext, ToolRegistry, tool_error
+from core.tools import ToolContext, ToolRegistry, failed, tool_error
 from core.turn_limits import TurnBound
 
 log = logging.getLogger(__name__)
@@ -282,7 +282,10 @@ class TurnRunner:
         with self._telemetry.tool(call.name, call.id):
             output = await self.tools.run(call, dataclasses.replace(ctx, attach=attached.append))
             output = guarded(call.name, output)
-        log.debug("tool call: name=%s seconds=%.3f", call.name, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        log.debug("tool call: name=%s seconds=%.3f", call.name, seconds)
+        run = ToolRun(call.name, call.id, call.arguments, seconds, failed(output))
+        self._telemetry.tool_run(run)
         self._add_result(result, call, output, tuple(attached))
 
     def _add_result(

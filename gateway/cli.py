@@ -40,6 +40,9 @@ LAZY = {
     "people": LazyCommand(
         "gateway.people_cli", "people_app", "One person's data: show, export, forget."
     ),
+    "audit": LazyCommand(
+        "gateway.audit_cli", "audit_app", "The audit ledger: list, summary, export."
+    ),
     "mcp": LazyCommand("gateway.mcp_cli", "mcp_app", "MCP servers: their state and their tools."),
     "config": LazyCommand(
         "gateway.config_cli", "config_app", "The configuration this profile runs with."

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, SpanKind
 
-from core.telemetry import AgentNotes, ModelCall
+from core.telemetry import AgentNotes, ModelCall, ToolRun
 from core.turn_context import current
 
 AGENT = "chatgate"
@@ -104,6 +104,9 @@ class OtelTelemetry:
         self._duration.record(call.seconds, attributes)
         self._tokens.record(call.input_tokens, {**attributes, "gen_ai.token.type": "input"})
         self._tokens.record(call.output_tokens, {**attributes, "gen_ai.token.type": "output"})
+
+    def tool_run(self, run: ToolRun) -> None:
+        return None  # the execute_tool span already carries it
 
     def shutdown(self) -> None:
         self._traces.shutdown()

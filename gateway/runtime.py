@@ -45,6 +45,7 @@ from core.tools import Tool
 from core.turn_commit import CommitPolicy
 from gateway import platforms
 from gateway.features import FEATURES
+from gateway.features.audit import audited, open_audit
 from gateway.features.base import Contribution, Feature, FeatureContext, Metric
 from gateway.media_intake import build_intake
 from gateway.otel import open_telemetry
@@ -215,6 +216,8 @@ async def _core(
     )
     senders = {adapter.name: adapter for adapter in adapters}
     previews = {a.name: a.previews for a in adapters if a.previews is not None}
+    audit = await stack.enter_async_context(open_audit(settings, db, clock))
+    telemetry = open_telemetry(settings.telemetry, stack)
     core = Core(
         db,
         model,
@@ -224,9 +227,10 @@ async def _core(
         senders,
         _core_settings(settings),
         caller_context_for=settings.caller_context,
-        telemetry=open_telemetry(settings.telemetry, stack),
+        telemetry=audited(telemetry, audit, settings.pricing.pricing().cost_of),
         previews=previews,
         intake=build_intake(settings),
+        audit=audit,
     )
     await stack.enter_async_context(core)
     skills = SkillStore(settings.home / "skills")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from core.store import usage_schema  # noqa: F401  (its tables join the metadata)
+from core.store import audit_schema, usage_schema  # noqa: F401  (their tables join the metadata)
 from core.store.schema import metadata
 
 

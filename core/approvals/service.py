@@ -23,6 +23,7 @@ from core.access import AccessPolicy
 from core.approvals import text
 from core.approvals.decision import Decided
 from core.approvals.rules import ApprovalRules
+from core.audit.events import NO_AUDIT, AuditSink, Who, args_digest
 from core.clock import Clock
 from core.errors import StoreError, TurnSuspended
 from core.messages import ChatTarget
@@ -52,7 +53,9 @@ class Approvals:
         *,
         destructive: Destructive,
         on_paused: OnPaused,
+        audit: AuditSink = NO_AUDIT,
     ) -> None:
+        self._audit = audit
         self._db = db
         self._outbox = outbox
         self._access = access
@@ -128,6 +131,16 @@ class Approvals:
             asked, lambda approval_id: text.prompt(approval_id, call.name, call.arguments)
         )
         log.info("approval %s asked: tool=%s", approval.id, call.name)
+        self._audit.record(
+            "approval_requested",
+            {
+                "approval_id": approval.id,
+                "tool": call.name,
+                "args_sha256": args_digest(call.arguments),
+            },
+            who=Who.of(item, session_id),
+            turn_id=item.id,
+        )
         await self._outbox.publish([prompt])
         self._on_paused(item.id, TurnReplies(session_id, [prompt], approvals=(approval,)))
         return approval
@@ -191,6 +204,11 @@ class Approvals:
             if current is None:  # approvals are never deleted
                 raise StoreError(f"approval {verdict.approval_id} is gone")
             return current, False
+        self._audit.record(
+            "approval_decided",
+            {"approval_id": decided.id, "tool": decided.tool_name, "status": decided.status},
+            turn_id=decided.inbox_id,
+        )
         await self._outbox.publish(notices)
         waiter = self._waiters.get(decided.id)
         if waiter is not None and not waiter.done():

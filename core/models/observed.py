@@ -60,7 +60,15 @@ class ObservedModel:
             raise
         seconds = self._observe(started)
         self._telemetry.model_call(
-            self._call(seconds, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens)
+            ModelCall(
+                self.provider,
+                self.model,
+                seconds,
+                reply.input_tokens,
+                reply.output_tokens,
+                cache_read_tokens=reply.cache_read_tokens,
+                cache_write_tokens=reply.cache_write_tokens,
+            )
         )
         log.debug(
             "model call: provider=%s model=%s seconds=%.3f tokens_in=%d tokens_out=%d",

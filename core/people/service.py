@@ -10,7 +10,7 @@ verification that fails is a ``StoreError``, never a quiet success.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,15 @@ class People:
     """See the module docstring."""
 
     def __init__(
-        self, db: SessionDB, areas: Sequence[PersonArea], marks: ForgetMarks, clock: Clock
+        self,
+        db: SessionDB,
+        areas: Sequence[PersonArea],
+        marks: ForgetMarks,
+        clock: Clock,
+        *,
+        salt: Callable[[], bytes] | None = None,
     ) -> None:
+        self._salt = salt
         self._db = db
         self._areas = areas
         self._marks = marks
@@ -79,6 +86,7 @@ class People:
             at=self._clock.now(),
             keep_inbox_id=keep_inbox_id,
             end_sessions=await self._prompts_with_their_profile(before),
+            salt=self._salt() if self._salt is not None else b"",
         )
         done = await self._db.people.forget(person, ctx)
         counts = dict(done.counts)

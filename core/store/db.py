@@ -16,6 +16,7 @@ from core.store import lineage
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
 from core.store.approvals import ApprovalStore
+from core.store.audit import AuditStore
 from core.store.cron import CronStore
 from core.store.curator import CuratorStore
 from core.store.engine import Engines, create_engines, sqlite_path
@@ -55,7 +56,8 @@ class SessionDB:
     (background reviews), ``curator`` (the skills curator's run log and flags) and
     ``cron`` (scheduled prompts and their runs), ``approvals`` (tool calls waiting
     for a person), ``people`` (one person's rows, shown or forgotten; retention),
-    ``usage`` (each model call's tokens and cost; budget notices).
+    ``usage`` (each model call's tokens and cost; budget notices), ``audit`` (the audit ledger,
+    ``core.audit``).
     The engines are private: every SQL statement lives in ``core/store``.
     """
 
@@ -87,6 +89,7 @@ class SessionDB:
         self.approvals = ApprovalStore(self._engines.read, self._writer)
         self.people = PeopleStore(self._engines.read, self._writer, sqlite_file=path)
         self.usage = UsageStore(self._engines.read, self._writer)
+        self.audit = AuditStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:
         try:

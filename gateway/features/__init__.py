@@ -7,6 +7,7 @@ Adding a feature is one module here and one entry in ``FEATURES``; see
 from __future__ import annotations
 
 from gateway.features import (
+    audit,
     compaction,
     cron,
     curator,
@@ -40,6 +41,7 @@ FEATURES: tuple[FeatureSpec, ...] = (
     files.SPEC,
     people.SPEC,
     retention.SPEC,
+    audit.SPEC,
     # Last: its tools join once every built-in tool is known, so a clash names them.
     mcp.SPEC,
 )

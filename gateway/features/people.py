@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from core.audit.salt import audit_salt
 from core.clock import Clock
 from core.commands import Command, CommandHost, CommandReply
 from core.errors import ChatgateError
@@ -43,7 +44,8 @@ OWNER_NOTICE = "Someone on {platform} used /forget-me: their data was deleted ({
 def build_people(settings: Settings, db: SessionDB, clock: Clock) -> People:
     """The ``People`` the CLI and the gateway share, over this home."""
     marks = ForgetMarks(forget_marks_path(settings.home))
-    return People(db, file_areas(settings.home), marks, clock)
+    home = settings.home
+    return People(db, file_areas(home), marks, clock, salt=lambda: audit_salt(home))
 
 
 class PeopleFeature:
@@ -61,8 +63,10 @@ class PeopleFeature:
                 return CommandReply(IN_GROUP)
             if args.strip().lower() != "confirm":
                 return CommandReply(ASK)
+            person = Person(msg.platform, msg.user_id)
+            ctx.core.audit.forgetting(str(person))
             try:
-                done = await people.forget(Person(msg.platform, msg.user_id), keep_inbox_id=item.id)
+                done = await people.forget(person, keep_inbox_id=item.id)
             except ChatgateError as exc:
                 log.warning("/forget-me did not complete: %s", exc.__class__.__name__)
                 await _tell(ctx, msg.platform, msg.route, owners, "it did not complete")

@@ -10,6 +10,9 @@ rows others reference comes after them.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +34,9 @@ class ForgetContext:
     keep_inbox_id: int | None = None
     # Shared sessions whose stored prompt carries the person's data: ended ('forget').
     end_sessions: frozenset[str] = field(default_factory=frozenset)
+    # The audit's secret salt (``core.audit.salt``) for the person's pseudonym; empty:
+    # a fresh random one, so the pseudonym links to nothing.
+    salt: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +197,12 @@ _USAGE = (
 )
 
 
+_AUDIT = (
+    "SELECT id, at, event, session_id, chat_key, platform, message_id, detail FROM audit "
+    "WHERE person = :person ORDER BY id"
+)
+
+
 def _usage_rows(tx: Tx, plan: Plan) -> Rows:
     return tx.fetch(_USAGE, {"person": str(plan.person)})
 
@@ -201,6 +213,48 @@ def _forget_usage(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
     gone = int(tx.scalar("SELECT count(*) FROM usage WHERE person = :person", only))
     tx.execute("DELETE FROM usage WHERE person = :person", only)
     return gone
+
+
+def _audit_rows(tx: Tx, plan: Plan) -> Rows:
+    rows = tx.fetch(_AUDIT, {"person": str(plan.person)})
+    for row in rows:
+        if isinstance(row["detail"], str):
+            row["detail"] = json.loads(row["detail"])
+    return rows
+
+
+def _forget_audit(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
+    """Pseudonymise their audit rows (person and chat key become salted hashes; the chat
+    keys of their rows everywhere, a notice to their chat too) and add one
+    ``person_forgotten`` event under the pseudonym: the ledger keeps what happened, not
+    who it happened to."""
+    salt = ctx.salt or os.urandom(32)
+    pseudonym = plan.person.pseudonym(salt)
+    person = {"person": str(plan.person)}
+    changed = int(tx.scalar("SELECT count(*) FROM audit WHERE person = :person", person))
+    keys = tx.fetch("SELECT DISTINCT chat_key FROM audit WHERE person = :person", person)
+    for row in keys:
+        if row["chat_key"] is not None:
+            hashed = hashlib.sha256(salt + str(row["chat_key"]).encode()).hexdigest()
+            tx.execute(
+                "UPDATE audit SET chat_key = :hashed WHERE chat_key = :key",
+                {"hashed": hashed, "key": row["chat_key"]},
+            )
+    tx.execute(
+        "UPDATE audit SET person = :pseudonym WHERE person = :person",
+        {**person, "pseudonym": pseudonym},
+    )
+    tx.execute(
+        "INSERT INTO audit (at, event, person, platform, detail) "
+        "VALUES (:at, 'person_forgotten', :pseudonym, :platform, :detail)",
+        {
+            "at": ctx.at,
+            "pseudonym": pseudonym,
+            "platform": plan.person.platform,
+            "detail": json.dumps({"rows": changed}),
+        },
+    )
+    return changed
 
 
 # In forgetting order: messages before their sessions, inbox rows before the sessions
@@ -214,4 +268,5 @@ DB_AREAS: list[DbArea] = [
     DbArea("cron_jobs", _cron_rows, _forget_cron),
     DbArea("pairing", _pairing_rows, _forget_pairing),
     DbArea("usage", _usage_rows, _forget_usage),
+    DbArea("audit", _audit_rows, _forget_audit),
 ]

@@ -1,0 +1,68 @@
+"""The audit writer and its telemetry over a real SessionDB (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from core.audit.telemetry import AuditTelemetry
+from core.audit.writer import AuditWriter
+from core.clock import ManualClock
+from core.store.db import SessionDB
+from core.telemetry import NO_TELEMETRY, ModelCall
+from core.usage.pricing import Tokens
+from tests.test_store import T0, db_url, migrate
+
+__all__ = ["db_url"]  # the fixture, imported for this module's tests
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[SessionDB]:
+    await migrate(db_url)
+    async with SessionDB(db_url) as opened:
+        yield opened
+
+
+def price(provider: str, model: str, tokens: Tokens) -> float | None:
+    return tokens.total / 1000 if model == "m1" else None
+
+
+def broken_price(provider: str, model: str, tokens: Tokens) -> float | None:
+    raise ValueError("no price list")
+
+
+async def test_a_model_call_is_priced_by_cost_of(db: SessionDB) -> None:
+    async with AuditWriter(db.audit, ManualClock(T0)) as writer:
+        telemetry = AuditTelemetry(NO_TELEMETRY, writer, cost_of=price)
+        telemetry.model_call(ModelCall("openai", "m1", 0.5, input_tokens=300, output_tokens=200))
+        telemetry.model_call(ModelCall("openai", "m2", 0.5, input_tokens=1, output_tokens=1))
+
+    rows = await db.audit.rows()
+    assert [r.detail["cost"] for r in rows] == [0.5, None]
+
+
+async def test_a_pricing_that_fails_leaves_the_cost_empty(db: SessionDB) -> None:
+    async with AuditWriter(db.audit, ManualClock(T0)) as writer:
+        telemetry = AuditTelemetry(NO_TELEMETRY, writer, cost_of=broken_price)
+        telemetry.model_call(ModelCall("openai", "m1", 0.5, input_tokens=3, output_tokens=2))
+
+    [row] = await db.audit.rows()
+    assert row.detail["cost"] is None
+
+
+async def test_a_full_queue_drops_and_counts(db: SessionDB) -> None:
+    writer = AuditWriter(db.audit, ManualClock(T0), max_queue=2)
+    for _ in range(5):  # the writer task is not running: nothing drains the queue
+        writer.record("turn_started")
+
+    assert writer.dropped == 3
+
+
+async def test_closing_writes_every_queued_event(db: SessionDB) -> None:
+    async with AuditWriter(db.audit, ManualClock(T0), batch=3) as writer:
+        for n in range(10):
+            writer.record("tool_call", {"n": n})
+
+    assert [r.detail["n"] for r in await db.audit.rows()] == list(range(10))
+    assert writer.written == 10
