@@ -11,7 +11,7 @@ from sqlalchemy import select, text
 
 from core.audit.writer import AuditWriter
 from core.clock import ManualClock
-from core.store.schema import audit
+from core.store.audit_schema import audit
 from gateway.features.audit import AuditFeature
 from tests.direct_sql import DirectSql
 from tests.fakes.openai_server import FakeOpenAIServer
