@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select, text
 
 from core.audit.writer import AuditWriter
@@ -18,6 +19,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.postgres import postgres_database
 from tests.test_skills_e2e import SKILL
+from tests.test_usage_e2e import PRICE, write_config
 
 SAID = "please remember zanzibarian tea"
 NOTE = {"target": "user", "action": "add", "content": "Likes oolongish tea"}
@@ -217,3 +219,20 @@ async def test_a_skill_written_by_the_model_is_audited(
 
     assert outcomes == ["ok", "error"]
     assert [r["event"] for r in rows].count("skill_write") == 1
+
+
+async def test_a_model_call_is_audited_at_the_price_the_usage_ledger_charged(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    write_config(home, pricing={"openai": {"fake-model": PRICE}})
+    fake_openai.cache_read_tokens = 3
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        await one_turn(gw, fake_openai)
+        url = gw.settings.database_url
+    calls = [detail(r) for r in await audit_rows(url) if r["event"] == "model_call"]
+    async with DirectSql(url) as sql:
+        charged = [r.cost for r in await sql.rows(text("SELECT cost FROM usage ORDER BY id"))]
+
+    assert [c["cache_read_tokens"] for c in calls] == [3, 3]
+    assert [c["cost"] for c in calls] == pytest.approx(charged)
+    assert all(cost > 0 for cost in charged)
