@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -19,7 +18,7 @@ from core.errors import StoreError, StoreUnavailable
 from core.models.base import ModelClient
 from core.store.lease import DatabaseLease
 from core.tools import Tool
-from gateway import http_errors, metrics, platforms
+from gateway import heap, http_errors, metrics, platforms
 from gateway.runtime import Gateway, build_features, open_gateway, platform_services
 from gateway.settings import Settings
 
@@ -73,15 +72,7 @@ def create_app(
             lease=lease,
         ) as gw:
             app.state.gateway = gw
-            # Start-up has built what lives as long as the process: imported modules,
-            # pydantic validators, SQLAlchemy metadata, the routes (~120k objects).
-            # Frozen, they are no longer walked by every full collection, a 50-85 ms
-            # pause under load that stalls every request in flight (bench: p99 ~100 ms
-            # -> ~23 ms). Collect first, so no garbage is frozen. Not undone at
-            # shutdown: the process ends, and in tests an unfreeze made each later
-            # start's collection walk everything again (+5 s on the suite).
-            gc.collect()
-            gc.freeze()
+            heap.settle()  # start-up's objects out of every later collection
             yield
 
     app = FastAPI(title="chatgate", version="0.1.0", lifespan=lifespan)

@@ -3,24 +3,29 @@
 The store's door to the Alembic migrations (``migrations/runner.py``): callers outside
 the store hand over a database URL and never build an engine themselves. Each call
 opens its own short-lived engines, since it runs before (or without) a SessionDB.
+
+Alembic is imported only when there is something to migrate: a start on a database
+already at this build's head compares the stored revision with the head read from the
+revision files (``migrations.heads``), one query, instead of importing Alembic and
+walking its script directory.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import StoreError
 from core.store.engine import create_engines
 from core.store.lease import MIGRATION_KEY
 from core.store.location import error_reason, redacted_url
-from migrations.runner import (
-    Progress,
-    current_revision,
-    downgrade,
-    head_revision,
-    history,
-    upgrade,
-)
+from migrations import heads
+
+if TYPE_CHECKING:
+    from migrations.runner import Progress
 
 
 async def upgrade_schema(
@@ -34,6 +39,10 @@ async def upgrade_schema(
     """
     engines = create_engines(url, busy_timeout_ms=busy_timeout_ms)
     try:
+        if await _at_head(engines.write):
+            return
+        from migrations.runner import upgrade
+
         await upgrade(engines.write, lock_key=MIGRATION_KEY, progress=progress)
     except (SQLAlchemyError, OSError) as exc:
         where = redacted_url(url)
@@ -42,12 +51,27 @@ async def upgrade_schema(
         await engines.dispose()
 
 
+async def _at_head(engine: AsyncEngine) -> bool:
+    """Whether the database already stands at this build's one head revision."""
+    head = heads.head_revision()
+    if head is None:
+        return False
+    try:
+        async with engine.connect() as conn:
+            stored = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+    except SQLAlchemyError:  # no version table yet: a new database, Alembic creates it
+        return False
+    return [row[0] for row in stored] == [head]
+
+
 async def downgrade_schema(url: str, revision: str) -> None:
     """Take the schema of the database at ``url`` back to ``revision`` ("base": empty).
 
     Raises ``StoreError`` with one line when the database cannot be opened or the
     revision is unknown.
     """
+    from migrations.runner import downgrade, history
+
     if revision != "base" and revision not in dict(history()):
         raise StoreError(f"no migration {revision!r} (see chatgate db history)")
     engines = create_engines(url)
@@ -62,11 +86,15 @@ async def downgrade_schema(url: str, revision: str) -> None:
 
 def migration_history() -> list[tuple[str, str]]:
     """Every revision this build knows, oldest first: (revision, one-line message)."""
+    from migrations.runner import history
+
     return history()
 
 
 async def schema_revision(url: str) -> str | None:
     """The revision the database at ``url`` is at, or None before the first migration."""
+    from migrations.runner import current_revision
+
     engines = create_engines(url)
     try:
         return await current_revision(engines.read)
@@ -79,4 +107,6 @@ async def schema_revision(url: str) -> str | None:
 
 def code_revision() -> str | None:
     """The newest revision this build of chatgate knows."""
+    from migrations.runner import head_revision
+
     return head_revision()
