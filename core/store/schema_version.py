@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -26,6 +26,8 @@ from migrations import heads
 
 if TYPE_CHECKING:
     from migrations.runner import Progress
+
+VERSION_TABLE = "alembic_version"
 
 
 async def upgrade_schema(
@@ -54,14 +56,16 @@ async def upgrade_schema(
 async def _at_head(engine: AsyncEngine) -> bool:
     """Whether the database already stands at this build's one head revision."""
     head = heads.head_revision()
-    if head is None:
-        return False
-    try:
-        async with engine.connect() as conn:
-            stored = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
-    except SQLAlchemyError:  # no version table yet: a new database, Alembic creates it
-        return False
-    return [row[0] for row in stored] == [head]
+    return head is not None and await _stored(engine) == [head]
+
+
+async def _stored(engine: AsyncEngine) -> list[str] | None:
+    """The revisions the database records (Alembic's table), or None without the table."""
+    async with engine.connect() as conn:
+        if not await conn.run_sync(lambda sync: inspect(sync).has_table(VERSION_TABLE)):
+            return None
+        rows = (await conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}"))).all()
+    return [str(row[0]) for row in rows]
 
 
 async def downgrade_schema(url: str, revision: str) -> None:
@@ -93,10 +97,13 @@ def migration_history() -> list[tuple[str, str]]:
 
 async def schema_revision(url: str) -> str | None:
     """The revision the database at ``url`` is at, or None before the first migration."""
-    from migrations.runner import current_revision
-
     engines = create_engines(url)
     try:
+        stored = await _stored(engines.read)
+        if stored is None or len(stored) <= 1:
+            return stored[0] if stored else None
+        from migrations.runner import current_revision  # several heads: Alembic's error
+
         return await current_revision(engines.read)
     except (SQLAlchemyError, OSError) as exc:
         where = redacted_url(url)
@@ -107,6 +114,9 @@ async def schema_revision(url: str) -> str | None:
 
 def code_revision() -> str | None:
     """The newest revision this build of chatgate knows."""
-    from migrations.runner import head_revision
+    head = heads.head_revision()
+    if head is not None:
+        return head
+    from migrations.runner import head_revision  # read the files and unsure: Alembic's answer
 
     return head_revision()
