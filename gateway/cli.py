@@ -143,6 +143,9 @@ def run(
     SIGTERM or SIGINT stops it gracefully (exit 0). Refused, in one line, when another
     gateway holds the database. --host and --port win over config.yaml and the environment.
     """
+    from gateway import heap
+
+    heap.pause()  # until the gateway is up (gateway.heap): start-up makes no garbage
     from gateway.app import create_app
     from gateway.http_server import run_on_server_loop
     from gateway.runtime import database_lease

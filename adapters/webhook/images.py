@@ -28,13 +28,15 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from adapters.attachments import save_attachment
 from adapters.webhook.schema import MAX_IMAGE_BYTES, WebhookAttachment
 from core.media.images import Refused
 from core.messages import Attachment, InboundMessage
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,8 @@ def _shown(url: str) -> str:
 
 async def fetch_image(url: str, *, fetch_private: bool = False) -> bytes | Refused:
     """The body ``url`` answers (see the module docstring), or why there is none."""
+    import httpx  # with the first image URL: a gateway without one never needs it
+
     try:
         async with (
             asyncio.timeout(FETCH_SECONDS),

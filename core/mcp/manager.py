@@ -17,10 +17,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.mcp import results
-from core.mcp.connection import RemoteTool, ServerConnection
 from core.mcp.naming import model_name, offered
 from core.mcp.servers import ServerConfig, State, Transport
 from core.mcp.tool import McpTool
@@ -28,6 +26,9 @@ from core.models.base import ToolSpec
 from core.retry import Backoff
 from core.tasks import TaskSet
 from core.tools import ToolRegistry
+
+if TYPE_CHECKING:  # the connection imports the MCP SDK (~0.4 s): only a server needs it
+    from core.mcp.connection import RemoteTool, ServerConnection
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,10 @@ class McpManager:
 
     def _start(self, configs: Sequence[ServerConfig]) -> None:
         self._tasks = TaskSet("mcp")
+        if not configs:
+            return
+        from core.mcp.connection import ServerConnection
+
         for config in configs:
             conn = ServerConnection(
                 config,
@@ -185,5 +190,7 @@ class McpManager:
     async def _call(self, server: str, tool: str, args: dict[str, Any]) -> str:
         conn = self._servers.get(server)
         if conn is None:
+            from core.mcp import results  # imported already: the tool came from a server
+
             return results.error(f"MCP server '{server}' is not configured any more")
         return await conn.call(tool, args)

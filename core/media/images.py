@@ -28,8 +28,10 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+if TYPE_CHECKING:  # Pillow is imported by the first image, not by every start
+    from PIL import Image
 
 MAX_EDGE = 1568
 MAX_BYTES = 3_750_000
@@ -74,6 +76,8 @@ def is_image_mime(mime: str) -> bool:
 def prepare_image(data: bytes) -> PreparedImage | Refused:
     """``data`` made fit for a vision model (see the module docstring), or why it cannot
     be; blocking, so run it off the event loop."""
+    from PIL import Image, UnidentifiedImageError
+
     try:
         with Image.open(io.BytesIO(data), formats=OPEN_FORMATS) as image:
             width, height = image.size
@@ -109,6 +113,8 @@ def _fits(image: Image.Image, size: int) -> bool:
 def _reencoded(image: Image.Image) -> PreparedImage | Refused:
     # Scaled before it is turned upright: a JPEG is then decoded at a reduced size
     # (``thumbnail`` asks the decoder for one), and the long edge is the same either way.
+    from PIL import Image, ImageOps
+
     image.thumbnail((MAX_EDGE, MAX_EDGE), Image.Resampling.LANCZOS)
     upright = ImageOps.exif_transpose(image)
     flat, fmt = _flattened(upright)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import io
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pypdf import PdfReader
-from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+if TYPE_CHECKING:  # pypdf (and Pillow, which it imports) load with the first PDF
+    from pypdf import PdfReader
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,9 @@ class Extracted:
 
 def pdf_text(data: bytes, limit: int) -> Extracted:
     """The text of the PDF ``data``, at most ``limit`` characters (blocking)."""
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _opened(reader):
@@ -53,6 +57,8 @@ def pdf_text(data: bytes, limit: int) -> Extracted:
 
 def _opened(reader: PdfReader) -> bool:
     """Many PDFs are encrypted with an empty password only to restrict printing."""
+    from pypdf.errors import DependencyError, PyPdfError
+
     try:
         return bool(reader.decrypt(""))
     except (PyPdfError, DependencyError, NotImplementedError):
