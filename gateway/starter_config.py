@@ -98,13 +98,19 @@ pricing:                   # per million tokens, per provider and model; none bu
                            #        cache_read: 0.30, cache_write: 3.75}}
   offline: {}              # a cache price left out is the input price
 
-budgets:                   # a turn over a budget gets one line and no model call
-  global: {}               # e.g. {daily_tokens: 2000000, monthly_cost: 50.0}
+budgets:                   # a turn over a budget gets one line and no model call; null: no limit
+  global:                  # every model call together, e.g. daily_tokens: 2000000
+    {daily_tokens: null, monthly_tokens: null, daily_cost: null, monthly_cost: null}
   per_platform: {}         # e.g. {webhook: {daily_tokens: 500000}}
-  per_chat: {}             # each chat, e.g. {daily_tokens: 20000,
-                           #   overrides: {"webhook:ops": {daily_tokens: 100000}}}
-  per_person: {}           # each person, e.g. {monthly_cost: 5.0} (overrides by platform:user_id)
-  background: {}           # review, curator and cron: skipped when over, never charged to a chat
+  per_chat:                # each chat, e.g. daily_tokens: 20000 and
+                           #   overrides: {"webhook:ops": {daily_tokens: 100000}}
+    {daily_tokens: null, monthly_tokens: null, daily_cost: null, monthly_cost: null,
+     overrides: {}}
+  per_person:              # each person, e.g. monthly_cost: 5.0 (overrides by platform:user_id)
+    {daily_tokens: null, monthly_tokens: null, daily_cost: null, monthly_cost: null,
+     overrides: {}}
+  background:              # review, curator and cron: skipped when over, never charged to a chat
+    {daily_tokens: null, monthly_tokens: null, daily_cost: null, monthly_cost: null}
   timezone: UTC            # where budget days and months start (an IANA name)
                            # keys: daily_tokens, monthly_tokens (input + output), daily_cost,
                            # monthly_cost (from pricing)

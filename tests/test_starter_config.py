@@ -33,7 +33,8 @@ def _is_secret(annotation: Any) -> bool:
 
 def settings_fields(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, bool]]:
     """``(dotted key, is a secret)`` for every leaf of ``model``; mappings are leaves."""
-    for name, field in model.model_fields.items():
+    for attribute, field in model.model_fields.items():
+        name = field.alias or attribute  # the key a file holds (``budgets.global``)
         annotation = field.annotation
         nested = _section(annotation)
         if nested is not None and typing.get_origin(annotation) in (None, types.UnionType):
@@ -55,7 +56,7 @@ def test_init_writes_every_non_secret_setting_with_its_default(home: Path) -> No
     assert result.returncode == 0, result.stderr
     written = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
     model = settings_model()
-    defaults = model(home=home.resolve()).model_dump(mode="json")
+    defaults = model(home=home.resolve()).model_dump(mode="json", by_alias=True)
 
     fields = [(k, s) for k, s in settings_fields(model) if k not in NOT_IN_FILE]
     missing = [k for k, secret in fields if not secret and not lookup(written, k)[0]]
