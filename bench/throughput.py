@@ -100,6 +100,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary CHATGATE_HOME")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the gateway's environment, e.g. CHATGATE_AUDIT__ENABLED=false",
+    )
+    parser.add_argument(
         "--secret", help="run the gateway with this webhook secret and sign every request"
     )
     args = parser.parse_args(argv)
@@ -186,7 +193,7 @@ def bench_gateway(
         gateway_argv(args),
         port=port,
         log_path=home / "gateway.log",
-        env=gateway_env(home, port, args.secret),
+        env={**gateway_env(home, port, args.secret), **dict(v.split("=", 1) for v in args.set)},
         cwd=ROOT,
     )
     with server:

@@ -85,8 +85,8 @@ class AuditStore:
 
     async def append(self, records: Sequence[AuditRecord]) -> None:
         """Add ``records`` in one write (the audit writer's batch)."""
-        params = [_params(r) for r in records]
-        await self._writer.run(lambda tx: tx.executemany(_INSERT, params))
+        # The rows are built on the writer's thread, off the event loop that runs turns.
+        await self._writer.run(lambda tx: tx.executemany(_INSERT, [_params(r) for r in records]))
 
     async def rows(
         self,
