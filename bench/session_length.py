@@ -49,6 +49,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--turns", type=int, default=60, help="measured turns per length")
     parser.add_argument("--wrap", default="", help="prefix for the gateway command (py-spy)")
     parser.add_argument("--keep", action="store_true", help="keep CHATGATE_HOME")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the gateway's environment, e.g. CHATGATE_AUDIT__ENABLED=false",
+    )
     args = parser.parse_args(argv)
     args.profile_out = None  # gateway_argv's other option
     return args
@@ -104,6 +111,7 @@ def run(home: Path, args: argparse.Namespace) -> list[Level]:
         OPENAI_API_KEY="sk-bench",
         CHATGATE_MODEL="fake-model",
     )
+    env.update(value.split("=", 1) for value in args.set)
     gateway = ServerProcess(
         "gateway", gateway_argv(args), port=port, log_path=home / "gateway.log", env=env, cwd=ROOT
     )

@@ -2,7 +2,8 @@
 
 ``record`` is a ``put_nowait`` on a bounded queue, so a turn never waits for the ledger;
 when the queue is full the event is dropped and counted (``dropped``). The writer task
-takes what has queued up (up to ``batch`` events) and appends it in one write through
+waits ``linger_seconds`` after an event for the ones that follow it, then takes what
+has queued up (up to ``batch`` events) and appends it in one write through
 ``core/store/audit.py``; a failed write is logged and its events counted (``failed``),
 never raised into anything. Closing writes what is still queued. A person being
 forgotten in this process (``forgetting``) is left out of every event written from then
@@ -37,11 +38,18 @@ class AuditWriter:
     """An ``AuditSink`` over the SessionDB's ``audit`` table (see the module docstring)."""
 
     def __init__(
-        self, store: AuditStore, clock: Clock, *, max_queue: int = 10_000, batch: int = 500
+        self,
+        store: AuditStore,
+        clock: Clock,
+        *,
+        max_queue: int = 10_000,
+        batch: int = 500,
+        linger_seconds: float = 0.1,
     ) -> None:
         self._store = store
         self._clock = clock
         self._batch = batch
+        self._linger = linger_seconds
         # None is the writer's stop sign, queued by ``__aexit__`` behind every event.
         self._queue: asyncio.Queue[AuditRecord | None] = asyncio.Queue(max_queue)
         self._turns: OrderedDict[int, Who] = OrderedDict()
@@ -113,6 +121,10 @@ class AuditWriter:
         while not stopping:
             batch: list[AuditRecord] = []
             record = await self._queue.get()
+            if record is not None:
+                # A turn records about ten events one after another: wait for the rest so
+                # they share one write, rather than a commit each on the writer's thread.
+                await asyncio.sleep(self._linger)
             while record is not None:
                 batch.append(record)
                 if len(batch) >= self._batch or self._queue.empty():
