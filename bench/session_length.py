@@ -46,7 +46,12 @@ class Level:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="chatgate CPU per turn vs session length")
     parser.add_argument("--lengths", default="50,200,500,1000", help="prior turns, comma list")
-    parser.add_argument("--turns", type=int, default=60, help="measured turns per length")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=500,
+        help="measured turns per length (fewer read high and vary more)",
+    )
     parser.add_argument("--wrap", default="", help="prefix for the gateway command (py-spy)")
     parser.add_argument("--keep", action="store_true", help="keep CHATGATE_HOME")
     parser.add_argument(
