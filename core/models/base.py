@@ -147,3 +147,25 @@ class ModelClient(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+class ModelWrapper:
+    """A ``ModelClient`` around another: the same provider and model, closed with it.
+    Wrappers (retries, metrics, metering, budgets) override ``complete``."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self._inner = inner
+
+    @property
+    def provider(self) -> str:
+        return self._inner.provider
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        return await self._inner.complete(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

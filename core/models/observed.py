@@ -12,7 +12,7 @@ import logging
 import time
 
 from core.errors import ModelError, ModelRequestError, ModelTimeout, RateLimited
-from core.models.base import ModelClient, ModelReply, ModelRequest
+from core.models.base import ModelClient, ModelReply, ModelRequest, ModelWrapper
 from core.stats import CoreStats
 from core.telemetry import NO_TELEMETRY, ModelCall, Telemetry
 
@@ -30,23 +30,15 @@ def error_kind(exc: ModelError) -> str:
     return "unavailable"
 
 
-class ObservedModel:
+class ObservedModel(ModelWrapper):
     """A ``ModelClient`` that reports each call of ``inner`` to ``stats``."""
 
     def __init__(
         self, inner: ModelClient, stats: CoreStats, telemetry: Telemetry = NO_TELEMETRY
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._stats = stats
         self._telemetry = telemetry
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         started = time.perf_counter()
@@ -54,7 +46,8 @@ class ObservedModel:
             reply = await self._inner.complete(request)
         except ModelError as exc:
             kind = error_kind(exc)
-            self._telemetry.model_call(self._call(self._observe(started), error=kind))
+            seconds = self._observe(started)
+            self._telemetry.model_call(ModelCall(self.provider, self.model, seconds, error=kind))
             self._stats.model_errors[self.provider, kind] += 1
             log.debug("model call failed: provider=%s kind=%s", self.provider, kind)
             raise
@@ -80,20 +73,7 @@ class ObservedModel:
         )
         return reply
 
-    def _call(
-        self,
-        seconds: float,
-        *,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        error: str | None = None,
-    ) -> ModelCall:
-        return ModelCall(self.provider, self.model, seconds, input_tokens, output_tokens, error)
-
     def _observe(self, started: float) -> float:
         seconds = time.perf_counter() - started
         self._stats.model_seconds.observe((self.provider, self.model), seconds)
         return seconds
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -14,13 +14,13 @@ import dataclasses
 import logging
 
 from core.errors import ModelTimeout, TransientModelError
-from core.models.base import ModelClient, ModelReply, ModelRequest, TextSink
+from core.models.base import ModelClient, ModelReply, ModelRequest, ModelWrapper, TextSink
 from core.retry import RetryPolicy, retry_async
 
 _log = logging.getLogger(__name__)
 
 
-class RetryingModel:
+class RetryingModel(ModelWrapper):
     """A ``ModelClient`` that retries its inner client's transient errors.
 
     A streamed call that already passed text to ``request.on_text`` is not retried:
@@ -31,17 +31,9 @@ class RetryingModel:
     def __init__(
         self, inner: ModelClient, policy: RetryPolicy, *, call_timeout: float | None = None
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._policy = policy
         self._call_timeout = call_timeout
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Answer ``request``, retrying transient failures as the policy allows; raise
@@ -74,10 +66,6 @@ class RetryingModel:
             delay,
             type(error).__name__,
         )
-
-    async def aclose(self) -> None:
-        """Close the inner client."""
-        await self._inner.aclose()
 
 
 class _TrackingSink:

@@ -30,7 +30,7 @@ from typing import Any
 from core.clock import Clock
 from core.errors import ModelError
 from core.messages import ChatTarget
-from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest
+from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ModelWrapper
 from core.models.wire import WireCache
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
@@ -254,7 +254,7 @@ class ReviewService:
         self.outcomes[outcome.status] = self.outcomes.get(outcome.status, 0) + 1
 
 
-class _YieldingModel:
+class _YieldingModel(ModelWrapper):
     """The parent's model, but each call waits for the chat's lane to be idle and then
     for a review slot. The slot is held only for the call itself, so a review waiting
     on a busy chat never keeps other chats' reviews from running."""
@@ -265,17 +265,9 @@ class _YieldingModel:
         slots: asyncio.Semaphore,
         until_idle: Callable[[], Awaitable[None]],
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._slots = slots
         self._until_idle = until_idle
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         await self._until_idle()

@@ -7,31 +7,20 @@ used up; the services treat that as a skipped run.
 
 from __future__ import annotations
 
-from core.models.base import ModelClient, ModelReply, ModelRequest
+from core.models.base import ModelClient, ModelReply, ModelRequest, ModelWrapper
 from core.usage.attribution import Kind, attributed
 from core.usage.gate import BudgetGate
 
 
-class BackgroundModel:
+class BackgroundModel(ModelWrapper):
     """See the module docstring."""
 
     def __init__(self, inner: ModelClient, kind: Kind, gate: BudgetGate) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._kind = kind
         self._gate = gate
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         await self._gate.check_background(self._kind)
         with attributed(kind=self._kind, person=None):
             return await self._inner.complete(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

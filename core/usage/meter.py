@@ -16,7 +16,7 @@ import logging
 
 from core.clock import Clock
 from core.errors import StoreError
-from core.models.base import ModelClient, ModelReply, ModelRequest
+from core.models.base import ModelClient, ModelReply, ModelRequest, ModelWrapper
 from core.stats import CoreStats
 from core.store.usage import UsageRecord, UsageStore
 from core.tasks import TaskSet
@@ -86,25 +86,14 @@ class Meter:
             self._stats.usage_cost[provider, model, kind] += cost
 
 
-class MeteredModel:
+class MeteredModel(ModelWrapper):
     """A ``ModelClient`` whose every answered call ``meter`` records."""
 
     def __init__(self, inner: ModelClient, meter: Meter) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._meter = meter
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         reply = await self._inner.complete(request)
         self._meter.record(self.provider, self.model, reply)
         return reply
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
