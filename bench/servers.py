@@ -7,6 +7,7 @@ SIGKILL if it has not gone within a bound.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -135,3 +136,19 @@ def _group_cpu_ticks(pgid: int) -> Iterator[int]:
             continue
         if int(fields[2]) == pgid:
             yield int(fields[11]) + int(fields[12])
+
+
+def add_settings_option(parser: argparse.ArgumentParser) -> None:
+    """``--set NAME=VALUE`` (repeatable): settings for the gateway's environment, for A/B runs."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the gateway's environment, e.g. CHATGATE_AUDIT__ENABLED=false",
+    )
+
+
+def settings_env(args: argparse.Namespace) -> dict[str, str]:
+    """What ``--set`` gave, as environment variables."""
+    return dict(value.split("=", 1) for value in args.set)

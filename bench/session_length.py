@@ -28,7 +28,14 @@ if str(ROOT) not in sys.path:  # run as a script: make the ``bench`` package imp
     sys.path.insert(0, str(ROOT))
 
 from bench.loadgen import LoadError, RawPoster, Target, check_reply, message_body  # noqa: E402
-from bench.servers import HOST, ServerError, ServerProcess, free_port  # noqa: E402
+from bench.servers import (  # noqa: E402
+    HOST,
+    ServerError,
+    ServerProcess,
+    add_settings_option,
+    free_port,
+    settings_env,
+)
 from bench.throughput import bench_home, gateway_argv, gateway_env  # noqa: E402
 
 GOAL_CPU_MS = 2.5
@@ -54,13 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--wrap", default="", help="prefix for the gateway command (py-spy)")
     parser.add_argument("--keep", action="store_true", help="keep CHATGATE_HOME")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a setting for the gateway's environment, e.g. CHATGATE_AUDIT__ENABLED=false",
-    )
+    add_settings_option(parser)
     args = parser.parse_args(argv)
     args.profile_out = None  # gateway_argv's other option
     return args
@@ -116,7 +117,7 @@ def run(home: Path, args: argparse.Namespace) -> list[Level]:
         OPENAI_API_KEY="sk-bench",
         CHATGATE_MODEL="fake-model",
     )
-    env.update(value.split("=", 1) for value in args.set)
+    env.update(settings_env(args))
     gateway = ServerProcess(
         "gateway", gateway_argv(args), port=port, log_path=home / "gateway.log", env=env, cwd=ROOT
     )

@@ -44,7 +44,14 @@ if str(ROOT) not in sys.path:  # run as a script: make the ``bench`` package imp
 import httpx  # noqa: E402
 
 from bench.loadgen import ClientKind, LoadError, LoadResult, Target, run_load  # noqa: E402
-from bench.servers import HOST, ServerError, ServerProcess, free_port  # noqa: E402
+from bench.servers import (  # noqa: E402
+    HOST,
+    ServerError,
+    ServerProcess,
+    add_settings_option,
+    free_port,
+    settings_env,
+)
 
 T = TypeVar("T")
 Runner = Callable[[Coroutine[Any, Any, T]], T]
@@ -99,13 +106,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--wrap", default="", help="command to prefix the gateway with, e.g. 'py-spy record ... --'"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary CHATGATE_HOME")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a setting for the gateway's environment, e.g. CHATGATE_AUDIT__ENABLED=false",
-    )
+    add_settings_option(parser)
     parser.add_argument(
         "--secret", help="run the gateway with this webhook secret and sign every request"
     )
@@ -193,7 +194,7 @@ def bench_gateway(
         gateway_argv(args),
         port=port,
         log_path=home / "gateway.log",
-        env={**gateway_env(home, port, args.secret), **dict(v.split("=", 1) for v in args.set)},
+        env={**gateway_env(home, port, args.secret), **settings_env(args)},
         cwd=ROOT,
     )
     with server:
