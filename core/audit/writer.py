@@ -26,6 +26,7 @@ from types import TracebackType
 from core import turn_context
 from core.audit.events import Detail, Who
 from core.clock import Clock
+from core.mailbox import Mailbox
 from core.store.audit import AuditRecord, AuditStore
 from core.tasks import TaskSet
 
@@ -51,7 +52,8 @@ class AuditWriter:
         self._batch = batch
         self._linger = linger_seconds
         # None is the writer's stop sign, queued by ``__aexit__`` behind every event.
-        self._queue: asyncio.Queue[AuditRecord | None] = asyncio.Queue(max_queue)
+        self._queue: Mailbox[AuditRecord | None] = Mailbox(max_queue)
+        self._closing = False
         self._turns: OrderedDict[int, Who] = OrderedDict()
         self._forgotten: set[str] = set()
         self._tasks = TaskSet("audit")
@@ -69,7 +71,8 @@ class AuditWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._queue.put(None)  # may wait for room: shutdown, not a turn
+        self._closing = True  # what is queued is written now, without lingering
+        self._queue.put(None, always=True)
         await self._tasks.wait()
 
     def record(
@@ -97,9 +100,7 @@ class AuditWriter:
             message_id=message_id,
             detail=dict(detail or {}),
         )
-        try:
-            self._queue.put_nowait(record)
-        except asyncio.QueueFull:
+        if not self._queue.put(record):
             self.dropped += 1
 
     def remember(self, turn_id: int, who: Who) -> None:
@@ -119,18 +120,15 @@ class AuditWriter:
     async def _run(self) -> None:
         stopping = False
         while not stopping:
-            batch: list[AuditRecord] = []
-            record = await self._queue.get()
-            if record is not None:
+            await self._queue.wait()
+            if not self._closing:
                 # A turn records about ten events one after another: wait for the rest so
                 # they share one write, rather than a commit each on the writer's thread.
                 await asyncio.sleep(self._linger)
-            while record is not None:
-                batch.append(record)
-                if len(batch) >= self._batch or self._queue.empty():
-                    break
-                record = self._queue.get_nowait()
-            stopping = record is None
+            taken = self._queue.take_now(self._batch)
+            self._queue.done(len(taken))
+            batch = [record for record in taken if record is not None]
+            stopping = len(batch) < len(taken)
             await self._write(batch)
 
     async def _write(self, records: list[AuditRecord]) -> None:

@@ -32,6 +32,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import StoreError, StoreUnavailable
+from core.mailbox import Mailbox
 from core.store.engine import sqlite_pragmas
 from core.store.faults import classify
 from core.store.health import StoreHealth
@@ -47,6 +48,8 @@ class Writer(Protocol):
     """What a repository needs in order to write: ``op`` committed, its result returned."""
 
     async def run(self, op: WriteOp[T]) -> T: ...
+
+    def submit(self, op: WriteOp[T]) -> asyncio.Future[T]: ...
 
 
 class BatchRunner(Protocol):
@@ -152,7 +155,7 @@ class GroupWriter:
         self._health = health or StoreHealth()
         self._health.probe_with(lambda: self.run(probe, probe=True))
         self._path = path  # the SQLite file, named when the disk is full
-        self._queue: asyncio.Queue[_Pending[Any]] = asyncio.Queue()
+        self._queue: Mailbox[_Pending[Any]] = Mailbox()
         self._task: asyncio.Task[None] | None = None
         self.commits = 0
 
@@ -180,27 +183,30 @@ class GroupWriter:
 
         Raises ``StoreUnavailable`` at once while the store is known not to write, unless
         ``op`` is the health tracker's ``probe``."""
+        # A cancelled caller cancels only its own future: the op stays in its batch and
+        # commits with the others (results are never set on a future that is done).
+        return await self.submit(op, probe=probe)
+
+    def submit(self, op: WriteOp[T], *, probe: bool = False) -> asyncio.Future[T]:
+        """Queue ``op`` for the next transaction; its future settles after the commit.
+        For a caller that need not wait (no task of its own just to wait); raises as
+        ``run`` does."""
         if self._task is None or self._task.done():
             raise StoreError("the SessionDB writer is not running")
         refused = None if probe else self._health.unavailable()
         if refused is not None:
             raise refused
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(op, future, probe))
-        # A cancelled caller cancels only its own future: the op stays in its batch and
-        # commits with the others (results are never set on a future that is done).
-        return await future
+        self._queue.put(_Pending(op, future, probe))
+        return future
 
     async def _loop(self) -> None:
         while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self._max_batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            batch = await self._queue.take(self._max_batch)
             try:
                 await self._commit(batch)
             finally:
-                for _ in batch:
-                    self._queue.task_done()
+                self._queue.done(len(batch))
 
     async def _commit(self, batch: list[_Pending[Any]]) -> None:
         batch = self._fail_fast(batch)
