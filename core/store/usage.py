@@ -8,6 +8,7 @@ primary key decides, and each claim carries a token so its writer knows it won).
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -113,10 +114,12 @@ class UsageStore:
         self._read = read
         self._writer = writer
 
-    async def add(self, record: UsageRecord) -> None:
-        """Store one model call's usage."""
+    def add(self, record: UsageRecord) -> asyncio.Future[None]:
+        """Queue one model call's usage for the next commit; the future settles after it
+        (or with the ``StoreError`` that kept the row out). Raises ``StoreError`` at once
+        while the store is known not to write."""
         params = {name: getattr(record, name) for name in _COLUMNS}
-        await self._writer.run(lambda tx: tx.execute(_INSERT, params))
+        return self._writer.submit(lambda tx: tx.execute(_INSERT, params))
 
     async def used(self, scope: Scope, *, day_start: float, month_start: float) -> Used:
         """What ``scope`` used since ``day_start`` and since ``month_start``."""

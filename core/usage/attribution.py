@@ -42,15 +42,18 @@ _CURRENT: ContextVar[Attribution] = ContextVar("chatgate_usage", default=_NOBODY
 
 class attributed:  # lower case: read like a function, ``with attributed(kind="cron"):``
     """Within this block, model calls are charged to the current attribution with
-    ``changes`` applied."""
+    ``changes`` applied (or to ``whole``, when given, whatever was current)."""
 
-    __slots__ = ("_changes", "_token")
+    __slots__ = ("_whole", "_changes", "_token")
 
-    def __init__(self, **changes: object) -> None:
+    def __init__(self, whole: Attribution | None = None, /, **changes: object) -> None:
+        self._whole = whole
         self._changes = changes
 
     def __enter__(self) -> Attribution:
-        value = dataclasses.replace(_CURRENT.get(), **self._changes)  # type: ignore[arg-type]
+        value = self._whole
+        if value is None:
+            value = dataclasses.replace(_CURRENT.get(), **self._changes)  # type: ignore[arg-type]
         self._token: Token[Attribution] = _CURRENT.set(value)
         return value
 
@@ -65,15 +68,7 @@ def current() -> Attribution:
 
 def for_message(platform: str, chat_id: str, user_id: str, route: str | None) -> attributed:
     """The span of work on one chat message (``of_message``), with no session yet."""
-    who = of_message(platform, chat_id, user_id, route)
-    return attributed(
-        kind=who.kind,
-        session_id=None,
-        chat_key=who.chat_key,
-        person=who.person,
-        platform=who.platform,
-        route=who.route,
-    )
+    return attributed(of_message(platform, chat_id, user_id, route))
 
 
 def of_message(platform: str, chat_id: str, user_id: str, route: str | None) -> Attribution:

@@ -12,6 +12,8 @@ bookkeeping (and a turn run again because of it would call the model twice).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 
 from core.clock import Clock
@@ -19,7 +21,6 @@ from core.errors import StoreError
 from core.models.base import ModelClient, ModelReply, ModelRequest, ModelWrapper
 from core.stats import CoreStats
 from core.store.usage import UsageRecord, UsageStore
-from core.tasks import TaskSet
 from core.usage.attribution import current
 from core.usage.pricing import Pricing, Tokens
 
@@ -34,7 +35,7 @@ class Meter:
         self._pricing = pricing
         self._clock = clock
         self._stats = stats
-        self._writes = TaskSet("usage")
+        self._writes: set[asyncio.Future[None]] = set()  # rows queued, not yet committed
 
     def record(self, provider: str, model: str, reply: ModelReply) -> None:
         tokens = Tokens(
@@ -62,17 +63,26 @@ class Meter:
             platform=who.platform,
             route=who.route,
         )
-        self._writes.spawn(self._store_row(record), name=who.kind)
+        try:
+            stored = self._store.add(record)
+        except StoreError as exc:
+            _not_stored(record.kind, exc)
+            return
+        self._writes.add(stored)
+        stored.add_done_callback(functools.partial(self._settled, record.kind))
 
     async def flush(self) -> None:
         """Return once every row recorded so far is stored (or given up)."""
-        await self._writes.wait()
+        while self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
 
-    async def _store_row(self, record: UsageRecord) -> None:
-        try:
-            await self._store.add(record)
-        except StoreError as exc:
-            log.warning("usage of a %s call not stored: %s", record.kind, exc.__class__.__name__)
+    def _settled(self, kind: str, stored: asyncio.Future[None]) -> None:
+        self._writes.discard(stored)
+        if stored.cancelled():
+            return
+        exc = stored.exception()
+        if exc is not None:
+            _not_stored(kind, exc)
 
     def _count(
         self, provider: str, model: str, kind: str, tokens: Tokens, cost: float | None
@@ -84,6 +94,10 @@ class Meter:
         counts[provider, model, kind, "cache_write"] += tokens.cache_write
         if cost is not None:
             self._stats.usage_cost[provider, model, kind] += cost
+
+
+def _not_stored(kind: str, exc: BaseException) -> None:
+    log.warning("usage of a %s call not stored: %s", kind, exc.__class__.__name__)
 
 
 class MeteredModel(ModelWrapper):
