@@ -126,7 +126,7 @@ def run(home: Path, args: argparse.Namespace) -> None:
     print(f"per idle chat:                 {per_chat:8.0f} bytes")
     print(f"state.db per idle session:     {(idle_db - warm_db) / args.chats:8.0f} bytes")
     grown = {t: (n - warm_tables.get(t, 0)) / args.chats for t, n in idle_tables.items()}
-    for table, per in sorted(grown.items(), key=lambda kv: -kv[1])[:8]:
+    for table, per in sorted(grown.items(), key=lambda kv: -kv[1])[:24]:
         print(f"  {table:32} {per:8.0f} bytes a session")
 
 
