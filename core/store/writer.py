@@ -13,7 +13,8 @@ gets the ``StoreUnavailable`` at once, ``StoreHealth`` records it, and until its
 write succeeds new writes fail fast rather than each waiting out the busy timeout.
 
 Two runners execute batches. On SQLite one stdlib connection lives in one thread
-and a whole batch (BEGIN IMMEDIATE, the operations, COMMIT) costs one thread hop;
+and a whole batch (BEGIN IMMEDIATE, the operations, COMMIT) costs one thread hop (WAL
+checkpoints run beside it: ``core.store.checkpoint``);
 on PostgreSQL the batch runs on a SQLAlchemy connection inside ``run_sync``.
 """
 
@@ -33,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import StoreError, StoreUnavailable
 from core.mailbox import Mailbox
+from core.store.checkpoint import EVERY_COMMITS, LIMIT_FRAMES, Checkpointer
 from core.store.engine import sqlite_pragmas
 from core.store.faults import classify
 from core.store.health import StoreHealth
@@ -65,19 +67,31 @@ class BatchRunner(Protocol):
 class SqliteRunner:
     """One stdlib sqlite3 connection, owned by one thread, with the SessionDB PRAGMAs."""
 
-    def __init__(self, path: str, *, busy_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout_ms: int,
+        checkpoint_every: int = EVERY_COMMITS,
+        wal_limit_frames: int = LIMIT_FRAMES,
+    ) -> None:
         self._path = path
         self._busy_timeout_ms = busy_timeout_ms
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sessiondb-writer")
         self._conn: sqlite3.Connection | None = None
+        self.checkpointer = Checkpointer(
+            self._open_connection, every_commits=checkpoint_every, limit_frames=wal_limit_frames
+        )
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
         self._conn = await loop.run_in_executor(self._thread, self._connect)
 
     async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.checkpointer.close)
         if self._conn is not None:
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._conn.close)
+            await loop.run_in_executor(self._thread, self._conn.close)
             self._conn = None
         self._thread.shutdown(wait=True)
 
@@ -85,6 +99,11 @@ class SqliteRunner:
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._batch, ops)
 
     def _connect(self) -> sqlite3.Connection:
+        conn = self._open_connection()
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's work, not a commit's
+        return conn
+
+    def _open_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         for pragma in sqlite_pragmas(self._busy_timeout_ms):
             conn.execute(pragma)
@@ -103,6 +122,7 @@ class SqliteRunner:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self.checkpointer.committed(conn)
         return results
 
 
