@@ -7,14 +7,14 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.media.refs import MediaRef
 from core.messages import ChatTarget, OutboundFile, OutboundMessage, ReplyAction
 from core.store.records import InboxItem
-from core.store.schema import outbox, outbox_files
+from core.store.schema import messages, outbox, outbox_files
 from core.store.text import scrub_row
 from core.store.tx import Tx, insert_sql
 
@@ -235,10 +235,16 @@ def mark_delivered(
         tx.executemany(_DELIVERED, [{"id": i, "at": at} for i in ids])
 
 
+# Outbox rows with each reply's text: its own, or its assistant message's (``message_id``,
+# the text stored once); an empty text once that message was deleted (forgotten).
+_TEXT = func.coalesce(outbox.c.text, messages.c.content, literal("")).label("text")
+_REPLIES: Select[Any] = select(*(c for c in outbox.c if c.name != "text"), _TEXT).select_from(
+    outbox.outerjoin(messages, messages.c.id == outbox.c.message_id)
+)
+
+
 async def for_inbox(conn: AsyncConnection, inbox_id: int) -> list[OutboundMessage]:
-    rows = await conn.execute(
-        select(outbox).where(outbox.c.inbox_id == inbox_id).order_by(outbox.c.id)
-    )
+    rows = await conn.execute(_REPLIES.where(outbox.c.inbox_id == inbox_id).order_by(outbox.c.id))
     return await _with_files(conn, [r for r in rows])
 
 
@@ -253,8 +259,7 @@ async def for_chat_after(
 ) -> list[OutboundMessage]:
     """Replies for one chat with an outbox id above ``after``, oldest first."""
     stmt = (
-        select(outbox)
-        .where(
+        _REPLIES.where(
             outbox.c.platform == platform,
             outbox.c.chat_id == chat_id,
             outbox.c.route == route if route is not None else outbox.c.route.is_(None),
@@ -271,8 +276,9 @@ async def pending_for(
 ) -> list[OutboundMessage]:
     """Undelivered replies of ``platform`` with an outbox id above ``after``, oldest first."""
     stmt = (
-        select(outbox)
-        .where(outbox.c.status == "pending", outbox.c.platform == platform, outbox.c.id > after)
+        _REPLIES.where(
+            outbox.c.status == "pending", outbox.c.platform == platform, outbox.c.id > after
+        )
         .order_by(outbox.c.id)
         .limit(limit)
     )
