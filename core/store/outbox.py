@@ -33,6 +33,7 @@ _COLUMNS = (
     "actions",
     "preview_id",
     "file_count",
+    "message_id",
 )
 _ADD = insert_sql("outbox", _COLUMNS, " RETURNING id")
 _FILE_COLUMNS = (
@@ -67,11 +68,14 @@ def add_replies(
     *,
     preview_id: str | None = None,
     files: Sequence[MediaRef] = (),
+    message_ids: Sequence[int | None] = (),
 ) -> list[OutboundMessage]:
     """Queue ``texts`` as replies to ``item``'s chat; return them with their outbox ids.
 
     The last reply takes over the streamed preview ``preview_id`` and carries ``files``
-    (with no text at all, one reply of no text carries them)."""
+    (with no text at all, one reply of no text carries them). ``message_ids``, beside
+    ``texts``: the message written in the same transaction whose content is that text
+    word for word; such a reply stores no text of its own, readers take the message's."""
     msg = item.message
     if files and not texts:
         texts = [""]
@@ -85,6 +89,7 @@ def add_replies(
         reply_to=msg.platform_message_id,
         preview_id=preview_id,
         files=tuple(files),
+        message_ids=tuple(message_ids),
     )
 
 
@@ -136,12 +141,14 @@ def _queue(
     actions: tuple[ReplyAction, ...] = (),
     preview_id: str | None = None,
     files: tuple[MediaRef, ...] = (),
+    message_ids: tuple[int | None, ...] = (),
 ) -> list[OutboundMessage]:
     """Queue one reply per text; the last one gets ``preview_id`` and ``files``."""
     encoded = json.dumps([[a.label, a.command] for a in actions]) if actions else None
     replies = []
     for index, text in enumerate(texts):
         last = index == len(texts) - 1
+        message_id = message_ids[index] if index < len(message_ids) else None
         row = scrub_row(
             {
                 "inbox_id": inbox_id,
@@ -158,15 +165,17 @@ def _queue(
                 "actions": encoded,
                 "preview_id": preview_id if last else None,
                 "file_count": len(files) if last else 0,
+                "message_id": message_id,
             }
         )
-        outbox_id = tx.scalar(_ADD, row)
+        said = row["text"]  # scrubbed as the message's content was
+        outbox_id = tx.scalar(_ADD, {**row, "text": None} if message_id is not None else row)
         replies.append(
             OutboundMessage(
                 id=outbox_id,
                 platform=target.platform,
                 chat_id=target.chat_id,
-                text=row["text"],
+                text=said,
                 session_id=session_id,
                 thread_id=target.thread_id,
                 reply_to=reply_to,
