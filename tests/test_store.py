@@ -436,6 +436,34 @@ async def test_finished_turn_is_written_whole(db: SessionDB, tables: DirectSql) 
     assert await db.pending_inbox() == []
 
 
+async def test_a_done_message_keeps_no_payload_and_its_redelivery_is_still_answered(
+    db: SessionDB, tables: DirectSql
+) -> None:
+    quoting = replace(message(1), reply_to="m0", addressed=False)
+    session = await db.open_session(session_row("s1"))
+    done = await db.accept(quoting, "webhook:c1")
+    waiting = await db.accept(replace(message(2), reply_to="m1", is_group=True), "webhook:c1")
+    await db.finish_turn(
+        TurnOutcome(
+            item=done.item,
+            status="done",
+            processed_at=T0 + 9,
+            session_id=session.id,
+            messages=user_and_reply(1),
+            replies=["answer 1"],
+        )
+    )
+    again = await db.accept(quoting, "webhook:c1")
+    payloads = await tables.rows(select(inbox.c.payload).order_by(inbox.c.id))
+
+    assert [r.payload is None for r in payloads] == [True, False]
+    # A message still waiting for its turn keeps everything its dispatch reads.
+    assert [i.message for i in await db.pending_inbox()] == [waiting.item.message]
+    assert (again.created, again.item.id, again.item.status) == (False, done.item.id, "done")
+    assert again.item.message.text == quoting.text
+    assert [r.text for r in await db.replies_for(again.item.id)] == ["answer 1"]
+
+
 async def message_cache_tokens(tables: DirectSql, session_id: str) -> list[tuple[Any, Any]]:
     stmt = (
         select(messages.c.cache_read_tokens, messages.c.cache_write_tokens)

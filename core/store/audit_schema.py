@@ -8,7 +8,8 @@ from core.store.schema import IdType, metadata
 
 # The audit ledger (``core.audit``): append-only metadata of what the gateway did, never
 # a message's text or a tool's arguments. ``person`` and ``chat_key`` of a forgotten
-# person hold a salted hash instead (``chatgate people forget``).
+# person hold a salted hash instead (``chatgate people forget``). No index on ``event``:
+# ``audit list --event`` scans (migration 0019 dropped it to save bytes per session).
 audit = Table(
     "audit",
     metadata,
@@ -24,5 +25,4 @@ audit = Table(
     Column("detail", JSON),
     Index("ix_audit_at", "at"),
     Index("ix_audit_person", "person", "id"),
-    Index("ix_audit_event", "event", "at"),
 )

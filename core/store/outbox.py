@@ -7,14 +7,14 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.media.refs import MediaRef
 from core.messages import ChatTarget, OutboundFile, OutboundMessage, ReplyAction
 from core.store.records import InboxItem
-from core.store.schema import outbox, outbox_files
+from core.store.schema import messages, outbox, outbox_files
 from core.store.text import scrub_row
 from core.store.tx import Tx, insert_sql
 
@@ -33,6 +33,7 @@ _COLUMNS = (
     "actions",
     "preview_id",
     "file_count",
+    "message_id",
 )
 _ADD = insert_sql("outbox", _COLUMNS, " RETURNING id")
 _FILE_COLUMNS = (
@@ -67,11 +68,14 @@ def add_replies(
     *,
     preview_id: str | None = None,
     files: Sequence[MediaRef] = (),
+    message_ids: Sequence[int | None] = (),
 ) -> list[OutboundMessage]:
     """Queue ``texts`` as replies to ``item``'s chat; return them with their outbox ids.
 
     The last reply takes over the streamed preview ``preview_id`` and carries ``files``
-    (with no text at all, one reply of no text carries them)."""
+    (with no text at all, one reply of no text carries them). ``message_ids``, beside
+    ``texts``: the message written in the same transaction whose content is that text
+    word for word; such a reply stores no text of its own, readers take the message's."""
     msg = item.message
     if files and not texts:
         texts = [""]
@@ -85,6 +89,7 @@ def add_replies(
         reply_to=msg.platform_message_id,
         preview_id=preview_id,
         files=tuple(files),
+        message_ids=tuple(message_ids),
     )
 
 
@@ -136,12 +141,14 @@ def _queue(
     actions: tuple[ReplyAction, ...] = (),
     preview_id: str | None = None,
     files: tuple[MediaRef, ...] = (),
+    message_ids: tuple[int | None, ...] = (),
 ) -> list[OutboundMessage]:
     """Queue one reply per text; the last one gets ``preview_id`` and ``files``."""
     encoded = json.dumps([[a.label, a.command] for a in actions]) if actions else None
     replies = []
     for index, text in enumerate(texts):
         last = index == len(texts) - 1
+        message_id = message_ids[index] if index < len(message_ids) else None
         row = scrub_row(
             {
                 "inbox_id": inbox_id,
@@ -158,15 +165,17 @@ def _queue(
                 "actions": encoded,
                 "preview_id": preview_id if last else None,
                 "file_count": len(files) if last else 0,
+                "message_id": message_id,
             }
         )
-        outbox_id = tx.scalar(_ADD, row)
+        said = row["text"]  # scrubbed as the message's content was
+        outbox_id = tx.scalar(_ADD, {**row, "text": None} if message_id is not None else row)
         replies.append(
             OutboundMessage(
                 id=outbox_id,
                 platform=target.platform,
                 chat_id=target.chat_id,
-                text=row["text"],
+                text=said,
                 session_id=session_id,
                 thread_id=target.thread_id,
                 reply_to=reply_to,
@@ -235,10 +244,16 @@ def mark_delivered(
         tx.executemany(_DELIVERED, [{"id": i, "at": at} for i in ids])
 
 
+# Outbox rows with each reply's text: its own, or its assistant message's (``message_id``,
+# the text stored once); an empty text once that message was deleted (forgotten).
+_TEXT = func.coalesce(outbox.c.text, messages.c.content, literal("")).label("text")
+_REPLIES: Select[Any] = select(*(c for c in outbox.c if c.name != "text"), _TEXT).select_from(
+    outbox.outerjoin(messages, messages.c.id == outbox.c.message_id)
+)
+
+
 async def for_inbox(conn: AsyncConnection, inbox_id: int) -> list[OutboundMessage]:
-    rows = await conn.execute(
-        select(outbox).where(outbox.c.inbox_id == inbox_id).order_by(outbox.c.id)
-    )
+    rows = await conn.execute(_REPLIES.where(outbox.c.inbox_id == inbox_id).order_by(outbox.c.id))
     return await _with_files(conn, [r for r in rows])
 
 
@@ -253,8 +268,7 @@ async def for_chat_after(
 ) -> list[OutboundMessage]:
     """Replies for one chat with an outbox id above ``after``, oldest first."""
     stmt = (
-        select(outbox)
-        .where(
+        _REPLIES.where(
             outbox.c.platform == platform,
             outbox.c.chat_id == chat_id,
             outbox.c.route == route if route is not None else outbox.c.route.is_(None),
@@ -271,8 +285,9 @@ async def pending_for(
 ) -> list[OutboundMessage]:
     """Undelivered replies of ``platform`` with an outbox id above ``after``, oldest first."""
     stmt = (
-        select(outbox)
-        .where(outbox.c.status == "pending", outbox.c.platform == platform, outbox.c.id > after)
+        _REPLIES.where(
+            outbox.c.status == "pending", outbox.c.platform == platform, outbox.c.id > after
+        )
         .order_by(outbox.c.id)
         .limit(limit)
     )

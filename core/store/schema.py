@@ -156,7 +156,9 @@ outbox = Table(
     Column("chat_id", String(255), nullable=False),
     Column("thread_id", String(255)),
     Column("reply_to", String(255)),
-    Column("text", Text, nullable=False),
+    # NULL when the reply is its turn's assistant message word for word: the text is
+    # read from ``message_id``'s row (``core.store.outbox``), not stored twice.
+    Column("text", Text),
     # pending -> delivered | failed
     Column("status", String(16), nullable=False),
     Column("attempts", Integer, nullable=False, server_default="0"),
@@ -172,6 +174,9 @@ outbox = Table(
     Column("preview_id", String(255)),
     # Rows in ``outbox_files`` (0: none to read).
     Column("file_count", Integer, nullable=False, server_default="0"),
+    # The assistant message whose content is this reply's text (``text`` NULL). No
+    # foreign key: forgetting and retention delete messages, and the text goes with them.
+    Column("message_id", IdType),
     Index("ix_outbox_chat", "platform", "chat_id", "id"),
     Index("ix_outbox_inbox", "inbox_id"),
     Index("ix_outbox_status", "status", "id"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from core.media.refs import refs_to_json
@@ -32,6 +33,7 @@ _MESSAGE_COLUMNS = (
     "user_id",
 )
 ADD_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
+_ADD_MESSAGE_ID = insert_sql("messages", _MESSAGE_COLUMNS, " RETURNING id")
 _TOUCH = "UPDATE sessions SET last_active_at = :at WHERE id = :id"
 _BUMP = (
     "UPDATE sessions SET last_active_at = :at, message_count = message_count + :messages, "
@@ -41,22 +43,32 @@ _BUMP = (
     "cache_write_tokens = cache_write_tokens + :cache_write_tokens "
     "WHERE id = :id"
 )
-_INBOX_DONE = (
+_INBOX_SET = (
     "UPDATE inbox SET status = :status, processed_at = :at, session_id = :session_id, "
-    "error = :error WHERE id = :id"
+    "error = :error"
 )
+# A done row's ``payload`` (reply-to, addressed, group, attachments) served dispatching
+# its turn and nothing after: only pending rows are dispatched, and a redelivery is
+# answered from the outbox by the row's id. ~55 bytes a message.
+_INBOX_DONE = _INBOX_SET + ", payload = NULL WHERE id = :id"
+_INBOX_FAILED = _INBOX_SET + " WHERE id = :id"
 # /stop can race a turn that just committed; a finished turn stays finished.
-_INBOX_CANCELLED = _INBOX_DONE + " AND status = 'pending'"
+_INBOX_CANCELLED = _INBOX_SET + " WHERE id = :id AND status = 'pending'"
+_INBOX_BY_STATUS = {"done": _INBOX_DONE, "cancelled": _INBOX_CANCELLED}
 
 
 def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
-    """Commit everything ``outcome`` holds; return the queued replies with their ids."""
-    if outcome.messages:
-        tx.executemany(ADD_MESSAGE, [message_row(m, outcome.session_id) for m in outcome.messages])
+    """Commit everything ``outcome`` holds; return the queued replies with their ids.
+
+    A reply that is one of the turn's assistant messages word for word is queued as a
+    pointer to that message, its text stored once (``core.store.outbox``)."""
+    quoted = _quoted(outcome)
+    ids = _add_messages(tx, outcome.messages, outcome.session_id, set(quoted.values()))
+    message_of = {text: ids[index] for text, index in quoted.items()}
     if outcome.session_id is not None:
         _bump_session(tx, outcome, outcome.session_id)
     tx.execute(
-        _INBOX_CANCELLED if outcome.status == "cancelled" else _INBOX_DONE,
+        _INBOX_BY_STATUS.get(outcome.status, _INBOX_FAILED),
         {
             "id": outcome.item.id,
             "status": outcome.status,
@@ -73,7 +85,36 @@ def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
         outcome.processed_at,
         preview_id=outcome.preview_id,
         files=outcome.files,
+        message_ids=[message_of.get(text) for text in outcome.replies],
     )
+
+
+def _quoted(outcome: TurnOutcome) -> dict[str, int]:
+    """Reply text to the position of the (last) assistant message of the turn that says
+    exactly that; only texts some reply has."""
+    wanted = {text for text in outcome.replies if text}
+    return {
+        m.content: index
+        for index, m in enumerate(outcome.messages)
+        if m.role == "assistant" and m.content is not None and m.content in wanted
+    }
+
+
+def _add_messages(
+    tx: Tx, messages: Sequence[NewMessage], session_id: str | None, wanted: set[int]
+) -> dict[int, int]:
+    """Insert ``messages`` in order; return the ids of those at the ``wanted`` positions."""
+    ids: dict[int, int] = {}
+    start = 0
+    for index in sorted(wanted):
+        if index > start:
+            rows = [message_row(m, session_id) for m in messages[start:index]]
+            tx.executemany(ADD_MESSAGE, rows)
+        ids[index] = int(tx.scalar(_ADD_MESSAGE_ID, message_row(messages[index], session_id)))
+        start = index + 1
+    if start < len(messages):
+        tx.executemany(ADD_MESSAGE, [message_row(m, session_id) for m in messages[start:]])
+    return ids
 
 
 def message_row(m: NewMessage, session_id: str | None) -> dict[str, Any]:

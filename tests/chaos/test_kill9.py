@@ -127,8 +127,11 @@ def stored(home: Path) -> tuple[dict[str, list[int]], dict[str, list[tuple[int, 
         ):
             users[mid].append(row_id)
         for out_id, mid, text in conn.execute(
-            "SELECT outbox.id, inbox.platform_message_id, outbox.text FROM outbox "
-            "JOIN inbox ON inbox.id = outbox.inbox_id"
+            # A reply's text is its own or its assistant message's (migration 0019).
+            "SELECT outbox.id, inbox.platform_message_id, "
+            "COALESCE(outbox.text, messages.content) FROM outbox "
+            "JOIN inbox ON inbox.id = outbox.inbox_id "
+            "LEFT JOIN messages ON messages.id = outbox.message_id"
         ):
             replies[mid].append((out_id, text))
     return users, replies

@@ -87,15 +87,17 @@ _INBOX = (
 )
 
 
+# A reply's text is its own or its assistant message's (``core.store.outbox``).
+_REPLIES = (
+    "SELECT COALESCE(o.text, m.content, '') AS text FROM outbox o "
+    "LEFT JOIN messages m ON m.id = o.message_id WHERE o.inbox_id = :id ORDER BY o.id"
+)
+
+
 def _inbox_rows(tx: Tx, plan: Plan) -> Rows:
     rows = tx.fetch(_INBOX, plan.params())
     for row in rows:
-        row["replies"] = [
-            r["text"]
-            for r in tx.fetch(
-                "SELECT text FROM outbox WHERE inbox_id = :id ORDER BY id", {"id": row["id"]}
-            )
-        ]
+        row["replies"] = [r["text"] for r in tx.fetch(_REPLIES, {"id": row["id"]})]
     return rows
 
 
