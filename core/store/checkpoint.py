@@ -4,7 +4,8 @@ SQLite's default copies the write-ahead log back into the database file from ins
 commit that crosses ``wal_autocheckpoint`` pages: that commit then writes megabytes and
 waits for ``fdatasync``, and every turn queued behind it waits too. Under webhook load
 that was about a tenth of the writer thread's time and the commits that paid it showed in
-the latency tail (``bench/throughput.py``: ~13 % more turns a second with it moved).
+the latency tail (``bench/throughput.py`` with no checkpoints at all read 9-20 % more
+turns a second).
 
 So the writer's connection runs with ``wal_autocheckpoint=0`` and, every
 ``every_commits`` commits, hands a ``PASSIVE`` checkpoint to a thread and connection of
