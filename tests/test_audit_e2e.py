@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from core.audit.writer import AuditWriter
 from core.clock import ManualClock
+from core.store.audit import LEDGER
 from core.store.audit_schema import audit
 from gateway.features.audit import AuditFeature
 from tests.direct_sql import DirectSql
@@ -41,7 +42,7 @@ async def one_turn(gw: RunningGateway, fake: FakeOpenAIServer, user_id: str = "u
 
 async def audit_rows(url: str) -> list[dict[str, Any]]:
     async with DirectSql(url) as sql:
-        rows = await sql.rows(select(audit).order_by(audit.c.id))
+        rows = await sql.rows(LEDGER.order_by(audit.c.id))
     return [dict(r._mapping) for r in rows]
 
 

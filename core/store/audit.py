@@ -6,6 +6,7 @@ module stores and reads them and never looks inside ``detail`` but to return it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,22 +16,49 @@ import orjson
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.store.audit_schema import audit
+from core.store.audit_schema import audit, audit_who
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
 
-_COLUMNS = (
-    "at",
-    "event",
-    "turn_id",
-    "session_id",
-    "chat_key",
-    "person",
-    "platform",
-    "message_id",
-    "detail",
+_INSERT = insert_sql("audit", ("at", "event", "turn_id", "who_id", "message_id", "detail"))
+_WHO_PARTS = ("platform", "chat_key", "person", "session_id")
+_FIND_WHO = (
+    "SELECT id, platform, chat_key, person, session_id FROM audit_who WHERE digest = :digest"
 )
-_INSERT = insert_sql("audit", _COLUMNS)
+_ADD_WHO = insert_sql("audit_who", ("digest", *_WHO_PARTS), " RETURNING id")
+# Who rows no event points at any more (after a prune): a scan of ``ix_audit_who``.
+_PRUNE_WHO = (
+    "DELETE FROM audit_who WHERE id NOT IN (SELECT who_id FROM audit WHERE who_id IS NOT NULL)"
+)
+
+WhoKey = tuple[str | None, str | None, str | None, str | None]
+
+
+def who_digest(key: WhoKey) -> int:
+    """What finds the ``audit_who`` row of (platform, chat key, person, session id): 64
+    bits of SHA-256 as a signed integer (8 bytes in the row and its index, where hex
+    text took 33). Two keys that share one are told apart by ``who_id``."""
+    joined = "\x1f".join("\x00" if part is None else part for part in key)
+    digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def who_id(tx: Tx, key: WhoKey) -> int | None:
+    """The ``audit_who`` row of ``key``, added when there is none; None for nobody.
+
+    The row is looked up in the database every time (once per batch and key): a
+    ``people forget`` in another process rewrites rows under the running gateway, and a
+    cached id would file the next events under the pseudonym."""
+    if key == (None, None, None, None):
+        return None
+    digest: int | None = who_digest(key)
+    found = tx.fetch(_FIND_WHO, {"digest": digest})
+    if found:
+        row = found[0]
+        if tuple(row[part] for part in _WHO_PARTS) == key:
+            return int(row["id"])
+        digest = None  # two keys, one digest: a row of its own that nothing finds
+    return int(tx.scalar(_ADD_WHO, {"digest": digest, **dict(zip(_WHO_PARTS, key, strict=True))}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,20 +91,41 @@ class AuditRecord:
         }
 
 
-def _params(r: AuditRecord) -> dict[str, Any]:
-    # Spelled out, and orjson: about ten of these a turn, on the writer's thread.
-    detail = orjson.dumps(r.detail, option=orjson.OPT_SORT_KEYS).decode() if r.detail else None
-    return {
-        "at": r.at,
-        "event": r.event,
-        "turn_id": r.turn_id,
-        "session_id": r.session_id,
-        "chat_key": r.chat_key,
-        "person": r.person,
-        "platform": r.platform,
-        "message_id": r.message_id,
-        "detail": detail,
-    }
+def _append(tx: Tx, records: Sequence[AuditRecord]) -> None:
+    ids: dict[WhoKey, int | None] = {}
+    rows = []
+    for r in records:
+        key = (r.platform, r.chat_key, r.person, r.session_id)
+        if key not in ids:
+            ids[key] = who_id(tx, key)
+        # Spelled out, and orjson: about ten of these a turn, on the writer's thread.
+        detail = orjson.dumps(r.detail, option=orjson.OPT_SORT_KEYS).decode() if r.detail else None
+        rows.append(
+            {
+                "at": r.at,
+                "event": r.event,
+                "turn_id": r.turn_id,
+                "who_id": ids[key],
+                "message_id": r.message_id,
+                "detail": detail,
+            }
+        )
+    tx.executemany(_INSERT, rows)
+
+
+# An event with whom it concerns, as ``AuditRecord`` has it.
+LEDGER = select(
+    audit.c.id,
+    audit.c.at,
+    audit.c.event,
+    audit.c.turn_id,
+    audit_who.c.session_id,
+    audit_who.c.chat_key,
+    audit_who.c.person,
+    audit_who.c.platform,
+    audit.c.message_id,
+    audit.c.detail,
+).select_from(audit.outerjoin(audit_who, audit_who.c.id == audit.c.who_id))
 
 
 def _record(row: Any) -> AuditRecord:
@@ -97,7 +146,7 @@ class AuditStore:
     async def append(self, records: Sequence[AuditRecord]) -> None:
         """Add ``records`` in one write (the audit writer's batch)."""
         # The rows are built on the writer's thread, off the event loop that runs turns.
-        await self._writer.run(lambda tx: tx.executemany(_INSERT, [_params(r) for r in records]))
+        await self._writer.run(lambda tx: _append(tx, records))
 
     async def rows(
         self,
@@ -110,9 +159,9 @@ class AuditStore:
         newest_first: bool = False,
     ) -> list[AuditRecord]:
         """Events matching every filter given; oldest first unless ``newest_first``."""
-        stmt = _filtered(select(audit), since, event).where(audit.c.id > after_id)
+        stmt = _filtered(LEDGER, since, event).where(audit.c.id > after_id)
         if person is not None:
-            stmt = stmt.where(audit.c.person == person)
+            stmt = stmt.where(audit_who.c.person == person)
         stmt = stmt.order_by(audit.c.id.desc() if newest_first else audit.c.id)
         if limit is not None:
             stmt = stmt.limit(limit)
@@ -141,4 +190,6 @@ def _filtered(stmt: Select[Any], since: float | None, event: str | None) -> Sele
 def _prune(tx: Tx, before: float) -> int:
     gone = int(tx.scalar("SELECT count(*) FROM audit WHERE at < :before", {"before": before}))
     tx.execute("DELETE FROM audit WHERE at < :before", {"before": before})
+    if gone:
+        tx.execute(_PRUNE_WHO, {})
     return gone

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.store.audit import who_id
 from core.store.people.drop import drop_inbox, drop_session, recount
 from core.store.people.plan import Plan
 from core.store.tx import Tx
@@ -200,8 +201,8 @@ _USAGE = (
 
 
 _AUDIT = (
-    "SELECT id, at, event, session_id, chat_key, platform, message_id, detail FROM audit "
-    "WHERE person = :person ORDER BY id"
+    "SELECT a.id, a.at, a.event, w.session_id, w.chat_key, w.platform, a.message_id, a.detail "
+    "FROM audit_who w JOIN audit a ON a.who_id = w.id WHERE w.person = :person ORDER BY a.id"
 )
 
 
@@ -233,26 +234,34 @@ def _forget_audit(tx: Tx, plan: Plan, ctx: ForgetContext) -> int:
     salt = ctx.salt or os.urandom(32)
     pseudonym = plan.person.pseudonym(salt)
     person = {"person": str(plan.person)}
-    changed = int(tx.scalar("SELECT count(*) FROM audit WHERE person = :person", person))
-    keys = tx.fetch("SELECT DISTINCT chat_key FROM audit WHERE person = :person", person)
+    changed = int(
+        tx.scalar(
+            "SELECT count(*) FROM audit_who w JOIN audit a ON a.who_id = w.id "
+            "WHERE w.person = :person",
+            person,
+        )
+    )
+    # Whom events concern is stored once (``audit_who``): rewriting those rows rewrites
+    # every event that points at them. Their digest goes, so that events about the
+    # same ids later (the person may come back) get a row of their own.
+    keys = tx.fetch("SELECT DISTINCT chat_key FROM audit_who WHERE person = :person", person)
     for row in keys:
         if row["chat_key"] is not None:
             hashed = hashlib.sha256(salt + str(row["chat_key"]).encode()).hexdigest()
             tx.execute(
-                "UPDATE audit SET chat_key = :hashed WHERE chat_key = :key",
+                "UPDATE audit_who SET chat_key = :hashed, digest = NULL WHERE chat_key = :key",
                 {"hashed": hashed, "key": row["chat_key"]},
             )
     tx.execute(
-        "UPDATE audit SET person = :pseudonym WHERE person = :person",
+        "UPDATE audit_who SET person = :pseudonym, digest = NULL WHERE person = :person",
         {**person, "pseudonym": pseudonym},
     )
     tx.execute(
-        "INSERT INTO audit (at, event, person, platform, detail) "
-        "VALUES (:at, 'person_forgotten', :pseudonym, :platform, :detail)",
+        "INSERT INTO audit (at, event, who_id, detail) "
+        "VALUES (:at, 'person_forgotten', :who_id, :detail)",
         {
             "at": ctx.at,
-            "pseudonym": pseudonym,
-            "platform": plan.person.platform,
+            "who_id": who_id(tx, (plan.person.platform, None, pseudonym, None)),
             "detail": json.dumps({"rows": changed}),
         },
     )
