@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.review.service import ReviewService
+from core.store.db import SessionDB
 from gateway.features.review import Review
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
@@ -327,3 +328,29 @@ async def until(predicate: Callable[[], bool]) -> None:
     while not predicate():
         assert loop.time() < deadline, "timed out"
         await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling rows another task writes
+
+
+async def test_every_reviews_instruction_is_stored_once_and_read_back_in_place(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    (home / "config.yaml").write_text("memory:\n  nudge_interval: 2\n")
+    for _ in range(2):
+        fake_openai.reply_text("Nothing to save.", when=REVIEW)
+    async with running_gateway(home, fake_openai.gateway_env()) as gw:
+        for chat_id in ("c1", "c2"):
+            await chat(gw, 2, chat_id=chat_id)
+            await reviews_of(gw).wait()
+        url = gw.settings.database_url
+
+    rows = review_rows(home)
+    sent = [r["messages"][-1]["content"] for r in fake_openai.requests_for(REVIEW)]
+    async with SessionDB(url) as db:
+        read = [await db.reviews.transcript(r["id"]) for r in rows]
+    with sqlite3.connect(home / "state.db") as conn:
+        stored = [b for (b,) in conn.execute("SELECT body FROM prompts") if REVIEW in b]
+
+    assert len(rows) == 2
+    assert stored == [sent[0]] == [sent[1]]  # one copy for both reviews
+    assert not any(REVIEW in r["transcript"] for r in rows)
+    assert [(t[0]["role"], t[0]["content"]) for t in read if t] == [("user", sent[0])] * 2
+    assert [m["content"] for t in read if t for m in t[1:]] == ["Nothing to save."] * 2

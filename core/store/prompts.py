@@ -6,8 +6,9 @@ cut out before hashing and its position kept on the session row (``prompt_id_at`
 every chat opened on the same day with the same memory then shares one ``prompts``
 row, and pasting the id back gives the exact bytes that were built, so what the model
 is sent never changes. Tool lists (``sessions.tools_hash``) are stored the same way,
-uncut. A row no session points at any more is deleted by ``prune`` (forgetting a
-person, retention).
+uncut, and so is a background review's instruction (``reviews.instruction_hash``,
+``core.store.reviews``). A row nothing points at any more is deleted by ``prune``
+(forgetting a person, retention).
 
 A prune must not race a session opening on the prompt it deletes. On SQLite writes are
 serialised; on PostgreSQL the prune first locks ``prompts`` against writers (``lock``),
@@ -33,7 +34,8 @@ _PUT = (
 _PRUNE = (
     "DELETE FROM prompts WHERE hash NOT IN ("
     "SELECT prompt_hash FROM sessions WHERE prompt_hash IS NOT NULL UNION "
-    "SELECT tools_hash FROM sessions WHERE tools_hash IS NOT NULL)"
+    "SELECT tools_hash FROM sessions WHERE tools_hash IS NOT NULL UNION "
+    "SELECT instruction_hash FROM reviews WHERE instruction_hash IS NOT NULL)"
 )
 # A sessions row with its prompt and tool list bodies, for ``from_stored``.
 SESSION_SQL = (
@@ -84,7 +86,8 @@ def prompt_of(row: Any) -> str:
 
 
 def prune(tx: Tx, *, lock: bool) -> None:
-    """Delete the prompts and tool lists no session points at (``lock``: PostgreSQL)."""
+    """Delete the prompts, tool lists and review instructions nothing points at
+    (``lock``: PostgreSQL)."""
     if lock:
         tx.execute("LOCK TABLE prompts IN SHARE ROW EXCLUSIVE MODE", {})
     tx.execute(_PRUNE, {})

@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.store import prompts
 from core.store.schema import reviews
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
@@ -31,7 +32,8 @@ _START = (
 )
 _FINISH = (
     "UPDATE reviews SET status = :status, finished_at = :at, iterations = :iterations, "
-    "changes = :changes, transcript = :transcript, error = :error, "
+    "changes = :changes, transcript = :transcript, instruction_hash = :instruction_hash, "
+    "error = :error, "
     "input_tokens = :input_tokens, output_tokens = :output_tokens, "
     "cache_read_tokens = :cache_read_tokens WHERE id = :id"
 )
@@ -96,6 +98,11 @@ class ReviewStore:
         """Record how the review ended, with its changes and transcript."""
         await self._writer.run(lambda tx: finish(tx, review_id, outcome))
 
+    async def transcript(self, review_id: int) -> list[dict[str, Any]] | None:
+        """What the review sent and got back (``transcript``)."""
+        async with self._read.connect() as conn:
+            return await transcript(conn, review_id)
+
     async def marks(self, session_id: str) -> dict[str, int]:
         """Per kind, the transcript length when the session's last review of it was
         scheduled."""
@@ -140,7 +147,32 @@ def start(tx: Tx, review_id: int, at: float, *, resume: bool = False) -> bool:
     return bool(tx.fetch(_START, {"id": review_id, "at": at, "resume": resume}))
 
 
+# Shorter first messages are kept where they are.
+_SHARED_INSTRUCTION_CHARS = 256
+_TRANSCRIPT = (
+    "SELECT r.transcript, p.body AS instruction FROM reviews r "
+    "LEFT JOIN prompts p ON p.hash = r.instruction_hash WHERE r.id = :id"
+)
+
+
+def _stored_transcript(
+    tx: Tx, transcript: list[dict[str, Any]], at: float
+) -> tuple[str, str | None]:
+    """``transcript`` as stored: every review of a kind opens with the same long
+    instruction, which goes once into ``prompts`` (its hash on the row) instead of into
+    each row's JSON."""
+    first = transcript[0] if transcript else {}
+    content = first.get("content")
+    if first.get("role") != "user" or not isinstance(content, str):
+        return json.dumps(transcript, ensure_ascii=False), None
+    if len(content) < _SHARED_INSTRUCTION_CHARS:
+        return json.dumps(transcript, ensure_ascii=False), None
+    rest = [{k: v for k, v in first.items() if k != "content"}, *transcript[1:]]
+    return json.dumps(rest, ensure_ascii=False), prompts.put(tx, content, at)
+
+
 def finish(tx: Tx, review_id: int, outcome: ReviewOutcome) -> None:
+    transcript, instruction_hash = _stored_transcript(tx, outcome.transcript, outcome.at)
     tx.execute(
         _FINISH,
         {
@@ -149,13 +181,27 @@ def finish(tx: Tx, review_id: int, outcome: ReviewOutcome) -> None:
             "at": outcome.at,
             "iterations": outcome.iterations,
             "changes": json.dumps(outcome.changes, ensure_ascii=False),
-            "transcript": json.dumps(outcome.transcript, ensure_ascii=False),
+            "transcript": transcript,
+            "instruction_hash": instruction_hash,
             "error": outcome.error,
             "input_tokens": outcome.input_tokens,
             "output_tokens": outcome.output_tokens,
             "cache_read_tokens": outcome.cache_read_tokens,
         },
     )
+
+
+async def transcript(conn: AsyncConnection, review_id: int) -> list[dict[str, Any]] | None:
+    """The review's transcript as it ran, its instruction back in place; None without
+    one (a review that never finished)."""
+    row = (await conn.execute(text(_TRANSCRIPT), {"id": review_id})).one_or_none()
+    if row is None or row.transcript is None:
+        return None
+    raw = row.transcript
+    messages: list[dict[str, Any]] = json.loads(raw) if isinstance(raw, str) else raw
+    if row.instruction is not None and messages:
+        messages[0] = {"role": "user", "content": row.instruction, **messages[0]}
+    return messages
 
 
 async def marks(conn: AsyncConnection, session_id: str) -> dict[str, int]:

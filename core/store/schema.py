@@ -218,6 +218,9 @@ reviews = Table(
     Column("iterations", Integer, nullable=False, server_default="0"),
     Column("changes", JSON),
     Column("transcript", JSON),
+    # The transcript's first message, a long instruction every review of a kind shares,
+    # stored once in ``prompts`` (``core.store.reviews``); NULL: the JSON holds it all.
+    Column("instruction_hash", String(32)),
     Column("error", Text),
     Column("input_tokens", BigInteger, nullable=False, server_default="0"),
     Column("output_tokens", BigInteger, nullable=False, server_default="0"),
