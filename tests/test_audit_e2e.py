@@ -154,6 +154,9 @@ async def test_old_audit_events_are_pruned(home: Path, fake_openai: FakeOpenAISe
 
     assert {r["chat_key"] for r in rows} == {"webhook:new"}
     assert min(r["at"] for r in rows) >= T0 + 31 * DAY
+    async with DirectSql(url) as sql:
+        whos = await sql.rows(text("SELECT chat_key FROM audit_who"))
+    assert {w.chat_key for w in whos} == {"webhook:new"}  # the old chat's row went too
 
 
 async def test_an_audit_turned_off_records_nothing(

@@ -26,9 +26,9 @@ _FIND_WHO = (
     "SELECT id, platform, chat_key, person, session_id FROM audit_who WHERE digest = :digest"
 )
 _ADD_WHO = insert_sql("audit_who", ("digest", *_WHO_PARTS), " RETURNING id")
-# Who rows no event points at any more (after a prune): a scan of ``ix_audit_who``.
+# Who rows no event points at any more (after a prune): one ``ix_audit_who`` probe each.
 _PRUNE_WHO = (
-    "DELETE FROM audit_who WHERE id NOT IN (SELECT who_id FROM audit WHERE who_id IS NOT NULL)"
+    "DELETE FROM audit_who WHERE NOT EXISTS (SELECT 1 FROM audit WHERE audit.who_id = audit_who.id)"
 )
 
 WhoKey = tuple[str | None, str | None, str | None, str | None]
