@@ -28,7 +28,6 @@ depends_on = None
 
 _id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 _PARTS = ("platform", "chat_key", "person", "session_id")
-_CHUNK = 5_000
 
 
 def _digest(key: tuple[Any, ...]) -> int:
@@ -58,39 +57,40 @@ def upgrade() -> None:
     )
     op.add_column("audit", sa.Column("who_id", _id))
     bind = op.get_bind()
-    audit = sa.table("audit", sa.column("id"), sa.column("who_id"), *map(sa.column, _PARTS))
-    who = sa.table("audit_who", sa.column("id"), sa.column("digest"), *map(sa.column, _PARTS))
-    ids: dict[tuple[Any, ...], int] = {}
-    after = 0
-    while True:
-        rows = bind.execute(
-            sa.select(audit.c.id, *(audit.c[p] for p in _PARTS))
-            .where(audit.c.id > after)
-            .order_by(audit.c.id)
-            .limit(_CHUNK)
-        ).all()
-        if not rows:
-            break
-        after = rows[-1][0]
-        updates = []
-        for row in rows:
-            key = tuple(row[1:])
-            if all(part is None for part in key):
-                continue
-            if key not in ids:
-                digest = None if _is_pseudonymised(key) else _digest(key)
-                values = {"digest": digest, **dict(zip(_PARTS, key, strict=True))}
-                ids[key] = bind.execute(
-                    sa.insert(who).values(values).returning(who.c.id)
-                ).scalar_one()
-            updates.append({"row_id": row[0], "who": ids[key]})
-        if updates:
-            bind.execute(
-                sa.update(audit)
-                .where(audit.c.id == sa.bindparam("row_id"))
-                .values(who_id=sa.bindparam("who")),
-                updates,
+    # Set-based, so that a ledger of millions of events converts in one pass: the
+    # distinct "who"s first, their digests in Python (a few per session), then every
+    # event joined to its row.
+    columns = ", ".join(_PARTS)
+    anyone = " OR ".join(f"{part} IS NOT NULL" for part in _PARTS)
+    bind.execute(
+        sa.text(
+            f"INSERT INTO audit_who ({columns}) SELECT DISTINCT {columns} FROM audit WHERE {anyone}"
+        )
+    )
+    whos = bind.execute(sa.text(f"SELECT id, {columns} FROM audit_who")).all()
+    digests = [
+        {"row_id": row[0], "digest": None if _is_pseudonymised(row[1:]) else _digest(row[1:])}
+        for row in whos
+    ]
+    if digests:
+        bind.execute(sa.text("UPDATE audit_who SET digest = :digest WHERE id = :row_id"), digests)
+    if bind.dialect.name == "sqlite":
+        # ``IS`` matches NULL to NULL and is answered from an index on SQLite.
+        bind.execute(sa.text(f"CREATE INDEX tmp_audit_who_parts ON audit_who ({columns})"))
+        same = " AND ".join(f"w.{part} IS audit.{part}" for part in _PARTS)
+        bind.execute(
+            sa.text(
+                f"UPDATE audit SET who_id = (SELECT w.id FROM audit_who w WHERE {same}) "
+                f"WHERE {anyone}"
             )
+        )
+        bind.execute(sa.text("DROP INDEX tmp_audit_who_parts"))
+    else:
+        # Equality on a stand-in for NULL, so that PostgreSQL can hash-join.
+        same = " AND ".join(
+            f"COALESCE(w.{part}, chr(1)) = COALESCE(audit.{part}, chr(1))" for part in _PARTS
+        )
+        bind.execute(sa.text(f"UPDATE audit SET who_id = w.id FROM audit_who w WHERE {same}"))
     op.drop_index("ix_audit_person", table_name="audit")
     with op.batch_alter_table("audit") as batch:
         for part in _PARTS:
