@@ -464,39 +464,6 @@ async def test_a_done_message_keeps_no_payload_and_its_redelivery_is_still_answe
     assert [r.text for r in await db.replies_for(again.item.id)] == ["answer 1"]
 
 
-async def test_a_done_turn_keeps_the_words_once_in_its_transcript(
-    db: SessionDB, tables: DirectSql
-) -> None:
-    session = await db.open_session(session_row("s1"))
-    said = await db.accept(message(1, text_="question 1"), "webhook:c1")
-    command = await db.accept(message(2, text_="/status"), "webhook:c1")
-    failed = await db.accept(message(3, text_="question 3"), "webhook:c1")
-    await db.finish_turn(
-        TurnOutcome(
-            item=said.item,
-            status="done",
-            processed_at=T0 + 9,
-            session_id=session.id,
-            messages=user_and_reply(1),
-            replies=["answer 1"],
-        )
-    )
-    await db.finish_turn(
-        TurnOutcome(item=command.item, status="done", processed_at=T0 + 9, replies=["ok"])
-    )
-    await db.finish_turn(
-        TurnOutcome(item=failed.item, status="failed", processed_at=T0 + 9, error="boom")
-    )
-    again = await db.accept(message(1, text_="question 1"), "webhook:c1")
-    texts = await tables.rows(select(inbox.c.text).order_by(inbox.c.id))
-
-    # The words of the done turn are in its transcript; the inbox row no longer copies them.
-    assert [r.text for r in texts] == ["", "/status", "question 3"]
-    assert [m.content for m in await db.history(session.id)][0] == "question 1"
-    assert (again.created, again.item.id) == (False, said.item.id)
-    assert [r.text for r in await db.replies_for(again.item.id)] == ["answer 1"]
-
-
 async def message_cache_tokens(tables: DirectSql, session_id: str) -> list[tuple[Any, Any]]:
     stmt = (
         select(messages.c.cache_read_tokens, messages.c.cache_write_tokens)

@@ -51,11 +51,6 @@ _INBOX_SET = (
 # its turn and nothing after: only pending rows are dispatched, and a redelivery is
 # answered from the outbox by the row's id. ~55 bytes a message.
 _INBOX_DONE = _INBOX_SET + ", payload = NULL WHERE id = :id"
-# A done turn that stored the user's words as its user message leaves the inbox row's
-# ``text`` empty: the row keeps serving redeliveries (by its dedup key and id) and the
-# words are kept once, in ``messages`` (where search and forgetting look). Commands and
-# messages stored otherwise (with attachments' notes, say) keep theirs.
-_INBOX_DONE_SAID = _INBOX_SET + ", payload = NULL, text = '' WHERE id = :id"
 _INBOX_FAILED = _INBOX_SET + " WHERE id = :id"
 # /stop can race a turn that just committed; a finished turn stays finished.
 _INBOX_CANCELLED = _INBOX_SET + " WHERE id = :id AND status = 'pending'"
@@ -73,7 +68,7 @@ def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
     if outcome.session_id is not None:
         _bump_session(tx, outcome, outcome.session_id)
     tx.execute(
-        _INBOX_DONE_SAID if _said(outcome) else _INBOX_BY_STATUS.get(outcome.status, _INBOX_FAILED),
+        _INBOX_BY_STATUS.get(outcome.status, _INBOX_FAILED),
         {
             "id": outcome.item.id,
             "status": outcome.status,
@@ -92,14 +87,6 @@ def write_turn(tx: Tx, outcome: TurnOutcome) -> list[OutboundMessage]:
         files=outcome.files,
         message_ids=[message_of.get(text) for text in outcome.replies],
     )
-
-
-def _said(outcome: TurnOutcome) -> bool:
-    """Whether ``outcome`` is done and stores its message's text as a user message."""
-    if outcome.status != "done":
-        return False
-    said = outcome.item.message.text
-    return any(m.role == "user" and m.content == said for m in outcome.messages)
 
 
 def _quoted(outcome: TurnOutcome) -> dict[str, int]:
