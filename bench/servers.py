@@ -94,6 +94,14 @@ class ServerProcess:
             return 0.0
         return sum(_group_cpu_ticks(self._proc.pid)) / CLOCK_TICKS
 
+    def loop_cpu_seconds(self) -> float:
+        """CPU time used so far by the main threads of the server's process group: the
+        event loop's (a Python thread's OS name is its process's, so the main thread is
+        told apart by its id; without ``--wrap`` it is the server's alone)."""
+        if self._proc is None:
+            return 0.0
+        return sum(_group_cpu_ticks(self._proc.pid, main_threads=True)) / CLOCK_TICKS
+
     def log_tail(self, lines: int = 30) -> str:
         text = self._log_path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
@@ -128,14 +136,19 @@ class ServerProcess:
         raise ServerError(f"{self.name} not ready after {READY_TIMEOUT_SECONDS:.0f}s")
 
 
-def _group_cpu_ticks(pgid: int) -> Iterator[int]:
+def _group_cpu_ticks(pgid: int, *, main_threads: bool = False) -> Iterator[int]:
+    """Each process's user plus system ticks (or its main thread's) in group ``pgid``."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:
+                continue
+            if main_threads:
+                pid = stat.parent.name
+                fields = (stat.parent / "task" / pid / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # the process ended meanwhile
             continue
-        if int(fields[2]) == pgid:
-            yield int(fields[11]) + int(fields[12])
+        yield int(fields[11]) + int(fields[12])
 
 
 def add_settings_option(parser: argparse.ArgumentParser) -> None:

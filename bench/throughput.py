@@ -67,6 +67,9 @@ class Measured:
     load: LoadResult
     server_cpu: float
     client_cpu: float
+    # Of ``server_cpu``, the main thread's (the event loop); the rest is other threads
+    # (the gateway's SessionDB writer, WAL checkpoints, the resolver's).
+    loop_cpu: float = 0.0
 
     def cpu_ms_per_message(self) -> float:
         """Server CPU per message: unlike msgs/s, not inflated by other load on the
@@ -150,12 +153,18 @@ def measure(server: ServerProcess, run: Runner[LoadResult], args: argparse.Names
     if args.warmup:
         run(run_load(target, kind, messages=args.warmup, chats=args.chats, phase="warm"))
     server_before, client_before = server.cpu_seconds(), time.process_time()
+    loop_before = server.loop_cpu_seconds()
     load = run(
         run_load(
             target, kind, messages=args.messages, chats=args.chats, phase="run", rate=args.rate
         )
     )
-    return Measured(load, server.cpu_seconds() - server_before, time.process_time() - client_before)
+    return Measured(
+        load,
+        server.cpu_seconds() - server_before,
+        time.process_time() - client_before,
+        server.loop_cpu_seconds() - loop_before,
+    )
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -247,6 +256,7 @@ def report(
     if gateway is not None and bare is not None:
         report_comparison(gateway[0], bare)
     if gateway is not None:
+        report_threads(gateway[0])
         report_gateway(args, gateway[1])
 
 
@@ -260,6 +270,20 @@ def report_comparison(measured: Measured, bare_measured: Measured) -> None:
         cpu_ratio = bare_measured.cpu_ms_per_message() / gateway_cpu
         print(f"ratio bare/gateway CPU per message: {cpu_ratio:.3f}  (the same on a busy machine)")
     print(f"p50 added latency: {added:.2f} ms  (goal < {GOAL_ADDED_P50_MS:.0f} ms)")
+
+
+def report_threads(measured: Measured) -> None:
+    """Where the gateway's CPU went: its threads share one GIL, so their sum is what
+    bounds it on one core."""
+    sent = measured.load.sent
+    if not sent:
+        return
+    loop = 1000.0 * measured.loop_cpu / sent
+    rest = 1000.0 * (measured.server_cpu - measured.loop_cpu) / sent
+    print(
+        f"gateway CPU per message by thread: event loop {loop:.3f} ms, "
+        f"other threads (SessionDB writer, checkpoints) {rest:.3f} ms"
+    )
 
 
 def report_gateway(args: argparse.Namespace, facts: GatewayFacts) -> None:
