@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
+from typing import cast
 
+from core.store.checkpoint import Checkpointer
 from core.store.tx import Tx
 from core.store.writer import GroupWriter, SqliteRunner
 
@@ -74,3 +77,44 @@ async def test_the_log_stays_bounded_when_background_checkpoints_fall_behind(
         # Past the limit the writer checkpoints between two transactions, where nothing
         # races it, and the next transaction starts the log over.
         assert _wal(path).stat().st_size < 200 * PAGE
+
+
+class _SlowCheckpoints:
+    """A connection whose checkpoints take 50 ms, as on a slow or busy disk."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str) -> sqlite3.Cursor:
+        if "wal_checkpoint" in sql:
+            time.sleep(0.05)  # the slow disk this test is about, not a wait for a race
+        return self._conn.execute(sql)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def test_a_slow_background_checkpoint_is_waited_for_before_the_log_outgrows_its_limit(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    _make(path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+
+    def slow() -> sqlite3.Connection:
+        return cast(sqlite3.Connection, _SlowCheckpoints(sqlite3.connect(path)))
+
+    checkpointer = Checkpointer(slow, every_commits=1, limit_frames=40)
+    try:
+        for _ in range(200):  # ~800 frames, about 1 ms a commit
+            writer.execute("INSERT INTO blobs (body) VALUES (?)", (ROW,))
+            checkpointer.committed(writer)
+        checkpointer.wait()
+    finally:
+        checkpointer.close()
+        writer.close()
+
+    # Skipped while each 50 ms checkpoint ran, the log would have grown by some fifty
+    # commits (200 frames) at a time.
+    assert _wal(path).stat().st_size < 100 * PAGE

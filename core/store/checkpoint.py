@@ -15,7 +15,9 @@ when everything in it has been copied before the writer's next transaction, whic
 steady stream of commits never leaves time for: in a test the log grew without end. So
 once the log holds ``limit_frames`` frames the writer runs one checkpoint itself, between
 two transactions, where nothing races it. It copies only what the background ones have
-not yet, and the next transaction starts the log over.
+not yet, and the next transaction starts the log over. A background checkpoint still
+running a whole period later (a slow disk) is waited for, or the log would grow by a
+period's commits for as long as the disk stays slow.
 """
 
 from __future__ import annotations
@@ -57,13 +59,26 @@ class Checkpointer:
         self._commits += 1
         if self._commits < self._every:
             return
-        if self._running is not None and not self._running.done():
-            return
+        running = self._running
+        if running is not None and not running.done():
+            if self._commits < 2 * self._every:
+                return
+            # A checkpoint slower than a whole period of commits (a slow or busy disk):
+            # skipping again would let the log grow without a bound, so the writer waits
+            # for it and then looks at the log's size.
+            self._finish(running)
         self._commits = 0
         if self.log_frames > self._limit:
             self._run(writer)  # nothing writes while the writer is here
             return
         self._running = self._thread.submit(self._background)
+
+    @staticmethod
+    def _finish(running: Future[None]) -> None:
+        try:
+            running.result()
+        except Exception as exc:  # a commit that already happened never fails for it
+            log.warning("WAL checkpoint failed: %s", exc.__class__.__name__)
 
     def wait(self) -> None:
         """Block until the checkpoint in progress, if any, has finished (tests, close)."""
