@@ -6,22 +6,18 @@ comes back is audited under their own id again, and existing ledgers convert bot
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
 from core.store.audit import AuditRecord, AuditStore
 from core.store.db import SessionDB
-from core.store.engine import create_engines
-from migrations.runner import downgrade, upgrade
 from tests.direct_sql import DirectSql
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
-from tests.postgres import postgres_database
 from tests.test_audit_e2e import audit_rows, one_turn
 from tests.test_cli import chatgate, cli_env
+from tests.test_reply_text_once import db_url, migrate  # noqa: F401  (db_url: the fixture)
 
 T0 = 1_780_000_000.0
 PSEUDONYM = "ab" * 32
@@ -89,23 +85,6 @@ async def test_a_forgotten_person_who_comes_back_is_audited_under_their_own_id(
 # -- the migration ----------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'state.db'}"
-        return
-    async with postgres_database() as url:
-        yield url
-
-
-async def migrate(url: str, revision: str = "head", *, down: bool = False) -> None:
-    engines = create_engines(url)
-    try:
-        await (downgrade if down else upgrade)(engines.write, revision)
-    finally:
-        await engines.dispose()
-
-
 # (event, session, chat key, person, platform) as revision 0019 stored them.
 OLD_ROWS = [
     ("message_received", None, "webhook:c1", "webhook:alice", "webhook"),
@@ -124,7 +103,7 @@ async def old_ledger(url: str) -> list[tuple[object, ...]]:
     return [tuple(r) for r in rows]
 
 
-async def test_an_existing_ledger_converts_up_and_back_down(db_url: str) -> None:
+async def test_an_existing_ledger_converts_up_and_back_down(db_url: str) -> None:  # noqa: F811
     await migrate(db_url, "0019")
     async with DirectSql(db_url) as sql, sql.begin() as conn:
         for number, row in enumerate(OLD_ROWS):

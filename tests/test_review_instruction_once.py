@@ -10,8 +10,11 @@ from sqlalchemy import text
 from core.store.db import SessionDB
 from core.store.reviews import ReviewOutcome
 from tests.direct_sql import DirectSql
-from tests.test_audit_who import db_url, migrate  # noqa: F401  (db_url: the fixture)
-from tests.test_reply_text_once import session_row
+from tests.test_reply_text_once import (  # noqa: F401  (db_url: the fixture)
+    db_url,
+    migrate,
+    session_row,
+)
 
 T0 = 1_780_000_000.0
 INSTRUCTION = "[Background review] " + "look back over the conversation. " * 20

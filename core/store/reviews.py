@@ -163,9 +163,11 @@ def _stored_transcript(
     each row's JSON."""
     first = transcript[0] if transcript else {}
     content = first.get("content")
-    if first.get("role") != "user" or not isinstance(content, str):
-        return json.dumps(transcript, ensure_ascii=False), None
-    if len(content) < _SHARED_INSTRUCTION_CHARS:
+    if (
+        first.get("role") != "user"
+        or not isinstance(content, str)
+        or len(content) < _SHARED_INSTRUCTION_CHARS
+    ):
         return json.dumps(transcript, ensure_ascii=False), None
     rest = [{k: v for k, v in first.items() if k != "content"}, *transcript[1:]]
     return json.dumps(rest, ensure_ascii=False), prompts.put(tx, content, at)
