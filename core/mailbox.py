@@ -43,6 +43,11 @@ class Mailbox(Generic[T]):
             waiter.set_result(None)
         return True
 
+    def counted(self) -> None:
+        """Count one item its consumer was handed some other way: ``join`` waits until
+        it too is marked ``done``."""
+        self._unfinished += 1
+
     async def wait(self) -> None:
         """Return once something is queued."""
         while not self._items:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -315,6 +316,34 @@ async def test_group_commit_batches_concurrent_writes(db_url: str) -> None:
     async with SessionDB(db_url) as reopened, DirectSql(db_url) as fresh:
         assert await count(fresh, inbox) == writes
         assert len(await reopened.pending_inbox()) == writes
+
+
+async def test_the_sqlite_writer_goes_on_while_the_event_loop_is_busy(tmp_path: Path) -> None:
+    # At full load the event loop is busy handing out one transaction's results when
+    # the next could start: the writer's thread must not wait for it.
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    await migrate(url)
+    first_running, release_first, second_ran = (threading.Event() for _ in range(3))
+
+    def first(tx: Tx) -> str:
+        first_running.set()
+        release_first.wait(timeout=10)
+        return "first"
+
+    def second(tx: Tx) -> str:
+        second_ran.set()
+        return inbox_ops.accept(tx, message(2), "webhook:c1").item.message.text
+
+    async with SessionDB(url) as db:
+        one = asyncio.ensure_future(db.write(first))
+        assert await asyncio.to_thread(first_running.wait, 10)
+        two = asyncio.ensure_future(db.write(second))
+        await asyncio.sleep(0)  # one loop step: ``second`` is queued behind ``first``
+        release_first.set()
+        ran_while_the_loop_was_blocked = second_ran.wait(timeout=10)  # blocks the loop
+        assert ran_while_the_loop_was_blocked
+        assert await one == "first"
+        assert await two == message(2).text
 
 
 async def test_a_failed_write_never_quotes_the_message_text(

@@ -12,10 +12,13 @@ full, locked, read-only, unreachable), nothing is re-run: every caller of the ba
 gets the ``StoreUnavailable`` at once, ``StoreHealth`` records it, and until its probe
 write succeeds new writes fail fast rather than each waiting out the busy timeout.
 
-Two runners execute batches. On SQLite one stdlib connection lives in one thread
-and a whole batch (BEGIN IMMEDIATE, the operations, COMMIT) costs one thread hop (WAL
-checkpoints run beside it: ``core.store.checkpoint``);
-on PostgreSQL the batch runs on a SQLAlchemy connection inside ``run_sync``.
+Two runners execute batches. On SQLite one stdlib connection lives in one thread,
+which drains the queue itself: the moment a transaction has committed it starts the
+next with everything queued meanwhile, while the event loop hands out the results of
+the last one (WAL checkpoints run beside it: ``core.store.checkpoint``). Had the loop
+to start each batch, the writer would wait for a busy loop and the loop for the
+writer, each idle a third of the time at full load. On PostgreSQL the event loop
+takes each batch and runs it on a SQLAlchemy connection inside ``run_sync``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -96,7 +101,11 @@ class SqliteRunner:
         self._thread.shutdown(wait=True)
 
     async def run_batch(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._batch, ops)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self.commit, ops)
+
+    def start(self, work: Callable[[], None]) -> None:
+        """Run ``work`` in the writer's thread, after whatever it is doing."""
+        self._thread.submit(work)
 
     def _connect(self) -> sqlite3.Connection:
         conn = self._open_connection()
@@ -109,7 +118,8 @@ class SqliteRunner:
             conn.execute(pragma)
         return conn
 
-    def _batch(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
+    def commit(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
+        """Run ``ops`` in one transaction and return their results; in the writer's thread."""
         conn = self._conn
         if conn is None:
             raise StoreError("the SessionDB writer is closed")
@@ -154,8 +164,99 @@ class _Pending(Generic[T]):
     probe: bool = False
 
 
+@dataclass(slots=True)
+class _Outcome:
+    """What became of some queued writes, handed from the writer's thread to the loop:
+    ``results`` when they committed; else ``problem`` when the store cannot write
+    (``refused``: known before they ran); else ``error``, one write's own failure."""
+
+    items: list[_Pending[Any]]
+    results: list[Any] | None = None
+    problem: StoreUnavailable | None = None
+    error: BaseException | None = None
+    refused: bool = False
+
+
 def _no_op(tx: Tx) -> None:
     """A probe that only takes the write lock (``SessionDB`` writes a row instead)."""
+
+
+class _Drain:
+    """The SQLite writer's queue, drained by the writer's own thread (module docstring).
+
+    The loop ``put``s; the thread takes up to ``max_batch`` writes at a time, commits
+    them and hands the outcome to ``deliver`` on the loop. Failures are handled as the
+    loop-driven path handles them: a failed batch is re-run one write at a time, and once
+    the store is known not to write, what the thread takes next is refused (probes
+    excepted) until a write succeeds again. The thread keeps that knowledge itself: it
+    is newer than ``StoreHealth``'s, which learns it from these same outcomes later."""
+
+    def __init__(
+        self,
+        runner: SqliteRunner,
+        deliver: Callable[[list[_Outcome]], None],
+        *,
+        max_batch: int,
+        path: str | None,
+    ) -> None:
+        self._runner = runner
+        self._loop = asyncio.get_running_loop()
+        self._deliver = deliver
+        self._max_batch = max_batch
+        self._path = path
+        self._problem: StoreUnavailable | None = None  # the writer thread's own
+        self._items: deque[_Pending[Any]] = deque()
+        self._lock = threading.Lock()
+        self._running = False  # the thread is draining, or about to
+
+    def put(self, item: _Pending[Any]) -> None:
+        with self._lock:
+            self._items.append(item)
+            if self._running:
+                return
+            self._running = True
+        self._runner.start(self._drain)
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                items = self._items
+                if not items:
+                    self._running = False
+                    return
+                count = min(len(items), self._max_batch)
+                batch = [items.popleft() for _ in range(count)]
+            outcomes: list[_Outcome] = []
+            self._problem = self._run(batch, outcomes, self._problem)
+            self._loop.call_soon_threadsafe(self._deliver, outcomes)
+
+    def _run(
+        self, batch: list[_Pending[Any]], outcomes: list[_Outcome], known: StoreUnavailable | None
+    ) -> StoreUnavailable | None:
+        """Commit ``batch``, noting what became of it in ``outcomes``; returns the problem
+        known afterwards (the store's health is the loop's, updated on delivery)."""
+        if known is not None:
+            refused = [item for item in batch if not item.probe]
+            if refused:
+                outcomes.append(_Outcome(refused, problem=known, refused=True))
+                batch = [item for item in batch if item.probe]
+            if not batch:
+                return known
+        try:
+            results = self._runner.commit([item.op for item in batch])
+        except BaseException as exc:  # a failure reaches its callers, never the thread
+            unavailable = classify(exc, self._path)
+            if unavailable is not None:
+                outcomes.append(_Outcome(batch, problem=unavailable, error=exc))
+                return unavailable
+            if len(batch) > 1:
+                for item in batch:
+                    known = self._run([item], outcomes, known)
+                return known
+            outcomes.append(_Outcome(batch, error=exc))
+            return known
+        outcomes.append(_Outcome(batch, results=results))
+        return None
 
 
 class GroupWriter:
@@ -177,11 +278,22 @@ class GroupWriter:
         self._path = path  # the SQLite file, named when the disk is full
         self._queue: Mailbox[_Pending[Any]] = Mailbox()
         self._task: asyncio.Task[None] | None = None
+        self._drain: _Drain | None = None  # SQLite: the thread drains, no task
+        self._open = False
         self.commits = 0
 
     async def __aenter__(self) -> GroupWriter:
         await self._runner.open()
-        self._task = asyncio.create_task(self._loop(), name="sessiondb-writer")
+        if isinstance(self._runner, SqliteRunner):
+            self._drain = _Drain(
+                self._runner,
+                self._deliver,
+                max_batch=self._max_batch,
+                path=self._path,
+            )
+        else:
+            self._task = asyncio.create_task(self._loop(), name="sessiondb-writer")
+        self._open = True
         return self
 
     async def __aexit__(
@@ -192,6 +304,7 @@ class GroupWriter:
     ) -> None:
         await self._health.close()  # no more probes
         await self._queue.join()
+        self._open = False
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -211,14 +324,39 @@ class GroupWriter:
         """Queue ``op`` for the next transaction; its future settles after the commit.
         For a caller that need not wait (no task of its own just to wait); raises as
         ``run`` does."""
-        if self._task is None or self._task.done():
+        if not self._open or (self._task is not None and self._task.done()):
             raise StoreError("the SessionDB writer is not running")
         refused = None if probe else self._health.unavailable()
         if refused is not None:
             raise refused
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put(_Pending(op, future, probe))
+        pending = _Pending(op, future, probe)
+        # Counted in the mailbox either way: ``join`` waits for the thread's writes too.
+        if self._drain is not None:
+            self._queue.counted()
+            self._drain.put(pending)
+        else:
+            self._queue.put(pending)
         return future
+
+    def _deliver(self, outcomes: list[_Outcome]) -> None:
+        """On the loop: settle what the writer's thread did (``_Drain``)."""
+        handled = 0
+        for outcome in outcomes:
+            handled += len(outcome.items)
+            if outcome.results is not None:
+                self._committed(outcome.items, outcome.results)
+            elif outcome.problem is not None and outcome.refused:
+                problem = outcome.problem
+                for item in outcome.items:
+                    _settle_error(item, type(problem)(problem.detail, path=problem.path))
+            elif outcome.problem is not None:
+                cause = outcome.error if outcome.error is not None else outcome.problem
+                self._unavailable(outcome.items, outcome.problem, cause)
+            elif outcome.error is not None:
+                log.debug("write failed: %r", outcome.error)
+                _settle_error(outcome.items[0], outcome.error)
+        self._queue.done(handled)
 
     async def _loop(self) -> None:
         while True:
@@ -246,6 +384,9 @@ class GroupWriter:
             log.debug("write failed: %r", exc)
             _settle_error(batch[0], exc)
             return
+        self._committed(batch, results)
+
+    def _committed(self, batch: list[_Pending[Any]], results: list[Any]) -> None:
         self.commits += 1
         self._health.succeeded()
         for item, result in zip(batch, results, strict=True):
@@ -263,7 +404,7 @@ class GroupWriter:
         return [item for item in batch if item.probe]
 
     def _unavailable(
-        self, batch: list[_Pending[Any]], problem: StoreUnavailable, exc: Exception
+        self, batch: list[_Pending[Any]], problem: StoreUnavailable, exc: BaseException
     ) -> None:
         if problem is not exc:
             problem.__cause__ = exc
@@ -274,7 +415,7 @@ class GroupWriter:
             _settle_error(item, error)
 
 
-def _settle_error(item: _Pending[Any], exc: Exception) -> None:
+def _settle_error(item: _Pending[Any], exc: BaseException) -> None:
     if item.future.done():
         return
     if isinstance(exc, StoreError):
