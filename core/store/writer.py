@@ -13,12 +13,10 @@ gets the ``StoreUnavailable`` at once, ``StoreHealth`` records it, and until its
 write succeeds new writes fail fast rather than each waiting out the busy timeout.
 
 Two runners execute batches. On SQLite one stdlib connection lives in one thread,
-which drains the queue itself: the moment a transaction has committed it starts the
-next with everything queued meanwhile, while the event loop hands out the results of
-the last one (WAL checkpoints run beside it: ``core.store.checkpoint``). Had the loop
-to start each batch, the writer would wait for a busy loop and the loop for the
-writer, each idle a third of the time at full load. On PostgreSQL the event loop
-takes each batch and runs it on a SQLAlchemy connection inside ``run_sync``.
+which drains the queue itself (``core.store.drain``) and starts the next transaction
+the moment one commits (WAL checkpoints run beside it: ``core.store.checkpoint``). On
+PostgreSQL a task on the event loop takes each batch from a ``Mailbox`` and runs it on
+a SQLAlchemy connection inside ``run_sync``.
 """
 
 from __future__ import annotations
@@ -26,13 +24,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import threading
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -40,13 +35,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from core.errors import StoreError, StoreUnavailable
 from core.mailbox import Mailbox
 from core.store.checkpoint import EVERY_COMMITS, LIMIT_FRAMES, Checkpointer
+from core.store.drain import Drain, Outcome, Pending
+from core.store.drain import WriteOp as WriteOp  # re-exported: the type of a write
 from core.store.engine import sqlite_pragmas
 from core.store.faults import classify
 from core.store.health import StoreHealth
 from core.store.tx import SqlAlchemyTx, SqliteTx, Tx
 
 T = TypeVar("T")
-WriteOp = Callable[[Tx], T]
 
 log = logging.getLogger(__name__)
 
@@ -157,106 +153,8 @@ class SqlAlchemyRunner:
             return await conn.run_sync(batch)
 
 
-@dataclass(slots=True)
-class _Pending(Generic[T]):
-    op: WriteOp[T]
-    future: asyncio.Future[T]
-    probe: bool = False
-
-
-@dataclass(slots=True)
-class _Outcome:
-    """What became of some queued writes, handed from the writer's thread to the loop:
-    ``results`` when they committed; else ``problem`` when the store cannot write
-    (``refused``: known before they ran); else ``error``, one write's own failure."""
-
-    items: list[_Pending[Any]]
-    results: list[Any] | None = None
-    problem: StoreUnavailable | None = None
-    error: BaseException | None = None
-    refused: bool = False
-
-
 def _no_op(tx: Tx) -> None:
     """A probe that only takes the write lock (``SessionDB`` writes a row instead)."""
-
-
-class _Drain:
-    """The SQLite writer's queue, drained by the writer's own thread (module docstring).
-
-    The loop ``put``s; the thread takes up to ``max_batch`` writes at a time, commits
-    them and hands the outcome to ``deliver`` on the loop. Failures are handled as the
-    loop-driven path handles them: a failed batch is re-run one write at a time, and once
-    the store is known not to write, what the thread takes next is refused (probes
-    excepted) until a write succeeds again. The thread keeps that knowledge itself: it
-    is newer than ``StoreHealth``'s, which learns it from these same outcomes later."""
-
-    def __init__(
-        self,
-        runner: SqliteRunner,
-        deliver: Callable[[list[_Outcome]], None],
-        *,
-        max_batch: int,
-        path: str | None,
-    ) -> None:
-        self._runner = runner
-        self._loop = asyncio.get_running_loop()
-        self._deliver = deliver
-        self._max_batch = max_batch
-        self._path = path
-        self._problem: StoreUnavailable | None = None  # the writer thread's own
-        self._items: deque[_Pending[Any]] = deque()
-        self._lock = threading.Lock()
-        self._running = False  # the thread is draining, or about to
-
-    def put(self, item: _Pending[Any]) -> None:
-        with self._lock:
-            self._items.append(item)
-            if self._running:
-                return
-            self._running = True
-        self._runner.start(self._drain)
-
-    def _drain(self) -> None:
-        while True:
-            with self._lock:
-                items = self._items
-                if not items:
-                    self._running = False
-                    return
-                count = min(len(items), self._max_batch)
-                batch = [items.popleft() for _ in range(count)]
-            outcomes: list[_Outcome] = []
-            self._problem = self._run(batch, outcomes, self._problem)
-            self._loop.call_soon_threadsafe(self._deliver, outcomes)
-
-    def _run(
-        self, batch: list[_Pending[Any]], outcomes: list[_Outcome], known: StoreUnavailable | None
-    ) -> StoreUnavailable | None:
-        """Commit ``batch``, noting what became of it in ``outcomes``; returns the problem
-        known afterwards (the store's health is the loop's, updated on delivery)."""
-        if known is not None:
-            refused = [item for item in batch if not item.probe]
-            if refused:
-                outcomes.append(_Outcome(refused, problem=known, refused=True))
-                batch = [item for item in batch if item.probe]
-            if not batch:
-                return known
-        try:
-            results = self._runner.commit([item.op for item in batch])
-        except BaseException as exc:  # a failure reaches its callers, never the thread
-            unavailable = classify(exc, self._path)
-            if unavailable is not None:
-                outcomes.append(_Outcome(batch, problem=unavailable, error=exc))
-                return unavailable
-            if len(batch) > 1:
-                for item in batch:
-                    known = self._run([item], outcomes, known)
-                return known
-            outcomes.append(_Outcome(batch, error=exc))
-            return known
-        outcomes.append(_Outcome(batch, results=results))
-        return None
 
 
 class GroupWriter:
@@ -276,16 +174,16 @@ class GroupWriter:
         self._health = health or StoreHealth()
         self._health.probe_with(lambda: self.run(probe, probe=True))
         self._path = path  # the SQLite file, named when the disk is full
-        self._queue: Mailbox[_Pending[Any]] = Mailbox()
+        self._queue: Mailbox[Pending[Any]] = Mailbox()
         self._task: asyncio.Task[None] | None = None
-        self._drain: _Drain | None = None  # SQLite: the thread drains, no task
+        self._drain: Drain | None = None  # SQLite: the thread drains, no task
         self._open = False
         self.commits = 0
 
     async def __aenter__(self) -> GroupWriter:
         await self._runner.open()
         if isinstance(self._runner, SqliteRunner):
-            self._drain = _Drain(
+            self._drain = Drain(
                 self._runner,
                 self._deliver,
                 max_batch=self._max_batch,
@@ -330,7 +228,7 @@ class GroupWriter:
         if refused is not None:
             raise refused
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        pending = _Pending(op, future, probe)
+        pending = Pending(op, future, probe)
         # Counted in the mailbox either way: ``join`` waits for the thread's writes too.
         if self._drain is not None:
             self._queue.counted()
@@ -339,8 +237,8 @@ class GroupWriter:
             self._queue.put(pending)
         return future
 
-    def _deliver(self, outcomes: list[_Outcome]) -> None:
-        """On the loop: settle what the writer's thread did (``_Drain``)."""
+    def _deliver(self, outcomes: list[Outcome]) -> None:
+        """On the loop: settle what the writer's thread did (``core.store.drain``)."""
         handled = 0
         for outcome in outcomes:
             handled += len(outcome.items)
@@ -366,7 +264,7 @@ class GroupWriter:
             finally:
                 self._queue.done(len(batch))
 
-    async def _commit(self, batch: list[_Pending[Any]]) -> None:
+    async def _commit(self, batch: list[Pending[Any]]) -> None:
         batch = self._fail_fast(batch)
         if not batch:
             return
@@ -386,14 +284,14 @@ class GroupWriter:
             return
         self._committed(batch, results)
 
-    def _committed(self, batch: list[_Pending[Any]], results: list[Any]) -> None:
+    def _committed(self, batch: list[Pending[Any]], results: list[Any]) -> None:
         self.commits += 1
         self._health.succeeded()
         for item, result in zip(batch, results, strict=True):
             if not item.future.done():
                 item.future.set_result(result)
 
-    def _fail_fast(self, batch: list[_Pending[Any]]) -> list[_Pending[Any]]:
+    def _fail_fast(self, batch: list[Pending[Any]]) -> list[Pending[Any]]:
         """Settle what was queued before the store was known unwritable; keep probes."""
         if self._health.problem is None:
             return batch
@@ -404,7 +302,7 @@ class GroupWriter:
         return [item for item in batch if item.probe]
 
     def _unavailable(
-        self, batch: list[_Pending[Any]], problem: StoreUnavailable, exc: BaseException
+        self, batch: list[Pending[Any]], problem: StoreUnavailable, exc: BaseException
     ) -> None:
         if problem is not exc:
             problem.__cause__ = exc
@@ -415,7 +313,7 @@ class GroupWriter:
             _settle_error(item, error)
 
 
-def _settle_error(item: _Pending[Any], exc: BaseException) -> None:
+def _settle_error(item: Pending[Any], exc: BaseException) -> None:
     if item.future.done():
         return
     if isinstance(exc, StoreError):
