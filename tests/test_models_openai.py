@@ -72,6 +72,42 @@ async def streaming_model(fake_openai: FakeOpenAIServer) -> AsyncIterator[OpenAI
     await client.aclose()
 
 
+async def test_the_proxy_named_in_the_environment_carries_every_request(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The model's host does not resolve: only the proxy (the fake, which answers
+    # absolute-form requests like any proxy) can reach it.
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fake_openai.base_url.removesuffix("/v1"))
+    fake_openai.reply_text("through the proxy")
+    fake_openai.reply_text("and again")
+    client = OpenAIChatModel(config_for(fake_openai, base_url="http://model.invalid/v1"))
+    try:
+        first = await client.complete(ask("hi"))
+        second = await client.complete(ask("once more"))
+    finally:
+        await client.aclose()
+
+    assert (first.content, second.content) == ("through the proxy", "and again")
+    assert len(fake_openai.requests) == 2
+
+
+async def test_a_host_in_no_proxy_is_reached_directly(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    fake_openai.reply_text("direct")
+    client = OpenAIChatModel(config_for(fake_openai))
+    try:
+        reply = await client.complete(ask("hi"))
+    finally:
+        await client.aclose()
+
+    assert reply.content == "direct"
+
+
 # -- plain replies and request encoding --------------------------------------------
 
 

@@ -16,6 +16,7 @@ Streams are Server-Sent Events: ``events`` yields each as (event name, data).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from core.models.status import status_error
 
 if TYPE_CHECKING:
     import aiohttp
+    from yarl import URL
+
+    Proxy = tuple[URL | None, aiohttp.BasicAuth | None]
 
 # As many connections as the SDKs' httpx pools allowed: one per turn in flight.
 MAX_CONNECTIONS = 1000
@@ -49,6 +53,7 @@ class ModelHTTP:
         self._headers = {"content-type": "application/json", **headers}
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[str, Proxy] = {}  # by scheme and host
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -65,7 +70,8 @@ class ModelHTTP:
                 connector=connector,
                 headers=self._headers,
                 timeout=timeout,
-                trust_env=True,  # proxies from the environment, as httpx honoured them
+                # No ``trust_env``: it would look the proxy up again, and the netrc file,
+                # in a thread of their own on every request (``_proxy`` looks once).
                 skip_auto_headers=("User-Agent",),
             )
         return self._session
@@ -106,13 +112,26 @@ class ModelHTTP:
     async def _request(
         self, url: str, body: bytes, accept: str
     ) -> AsyncIterator[aiohttp.ClientResponse]:
+        proxy, proxy_auth = await self._proxy(url)
         try:
-            async with self._client().post(url, data=body, headers={"accept": accept}) as response:
+            async with self._client().post(
+                url, data=body, headers={"accept": accept}, proxy=proxy, proxy_auth=proxy_auth
+            ) as response:
                 if response.status >= 400:
                     raise await self._status_error(response)
                 yield response
         except (TimeoutError, _client_error()) as exc:
             raise self._transport_error(exc) from exc
+
+    async def _proxy(self, url: str) -> Proxy:
+        """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
+        ``ALL_PROXY``, none for a host in ``NO_PROXY``), as httpx honoured it; looked up
+        once per scheme and host, as aiohttp itself would look it up."""
+        key = "/".join(url.split("/", 3)[:3])  # scheme://host:port
+        found = self._proxies.get(key)
+        if found is None:
+            found = self._proxies[key] = await asyncio.to_thread(_env_proxy, url)
+        return found
 
     async def _status_error(self, response: aiohttp.ClientResponse) -> ModelError:
         text = (await response.read()).decode("utf-8", "replace")
@@ -129,6 +148,17 @@ class ModelHTTP:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _env_proxy(url: str) -> Proxy:
+    """aiohttp's own lookup (it reads a netrc file for the proxy's credentials)."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:  # no proxy for this scheme, or the host is in NO_PROXY
+        return None, None
 
 
 def _client_error() -> type[Exception]:
