@@ -120,9 +120,10 @@ class SessionDB:
         """Write transactions committed so far (for metrics)."""
         return self._writer.commits
 
-    async def write(self, op: WriteOp[T]) -> T:
-        """Run a write operation in the next group-committed transaction."""
-        return await self._writer.run(op)
+    async def write(self, op: WriteOp[T], *, later: bool = False) -> T:
+        """Run a write operation in the next group-committed transaction; ``later``:
+        it need not start one of its own (``GroupWriter.submit``)."""
+        return await self._writer.run(op, later=later)
 
     async def ping(self) -> None:
         """Raise if the database cannot be reached."""
@@ -266,6 +267,11 @@ class SessionDB:
         await self.write(lambda c: outbox_ops.mark_failed(c, ids, error))
 
     async def mark_delivered(
-        self, ids: Sequence[int], at: float, platform_ids: Sequence[str | None] = ()
+        self,
+        ids: Sequence[int],
+        at: float,
+        platform_ids: Sequence[str | None] = (),
+        *,
+        later: bool = False,
     ) -> None:
-        await self.write(lambda c: outbox_ops.mark_delivered(c, ids, at, platform_ids))
+        await self.write(lambda c: outbox_ops.mark_delivered(c, ids, at, platform_ids), later=later)

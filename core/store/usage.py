@@ -119,7 +119,7 @@ class UsageStore:
         (or with the ``StoreError`` that kept the row out). Raises ``StoreError`` at once
         while the store is known not to write."""
         params = {name: getattr(record, name) for name in _COLUMNS}
-        return self._writer.submit(lambda tx: tx.execute(_INSERT, params))
+        return self._writer.submit(lambda tx: tx.execute(_INSERT, params), later=True)
 
     async def used(self, scope: Scope, *, day_start: float, month_start: float) -> Used:
         """What ``scope`` used since ``day_start`` and since ``month_start``."""

@@ -52,7 +52,7 @@ class Writer(Protocol):
 
     async def run(self, op: WriteOp[T]) -> T: ...
 
-    def submit(self, op: WriteOp[T]) -> asyncio.Future[T]: ...
+    def submit(self, op: WriteOp[T], *, later: bool = False) -> asyncio.Future[T]: ...
 
 
 class BatchRunner(Protocol):
@@ -209,19 +209,22 @@ class GroupWriter:
             self._task = None
         await self._runner.close()
 
-    async def run(self, op: WriteOp[T], *, probe: bool = False) -> T:
+    async def run(self, op: WriteOp[T], *, probe: bool = False, later: bool = False) -> T:
         """Run ``op`` in a write transaction and return its result after commit.
 
         Raises ``StoreUnavailable`` at once while the store is known not to write, unless
         ``op`` is the health tracker's ``probe``."""
         # A cancelled caller cancels only its own future: the op stays in its batch and
         # commits with the others (results are never set on a future that is done).
-        return await self.submit(op, probe=probe)
+        return await self.submit(op, probe=probe, later=later)
 
-    def submit(self, op: WriteOp[T], *, probe: bool = False) -> asyncio.Future[T]:
+    def submit(
+        self, op: WriteOp[T], *, probe: bool = False, later: bool = False
+    ) -> asyncio.Future[T]:
         """Queue ``op`` for the next transaction; its future settles after the commit.
         For a caller that need not wait (no task of its own just to wait); raises as
-        ``run`` does."""
+        ``run`` does. ``later``: no one waits on it, so on SQLite it need not start a
+        transaction of its own (``core.store.drain``)."""
         if not self._open or (self._task is not None and self._task.done()):
             raise StoreError("the SessionDB writer is not running")
         refused = None if probe else self._health.unavailable()
@@ -232,7 +235,7 @@ class GroupWriter:
         # Counted in the mailbox either way: ``join`` waits for the thread's writes too.
         if self._drain is not None:
             self._queue.counted()
-            self._drain.put(pending)
+            self._drain.put(pending, later=later)
         else:
             self._queue.put(pending)
         return future
