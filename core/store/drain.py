@@ -9,7 +9,7 @@ loop for the writer: each sat idle about a third of the time.
 
 A write no one waits on (a usage row, a reply marked delivered) may be put ``later``:
 it does not start the thread but rides with the next write, or goes on its own after
-``LATER_SECONDS``. An idle chat's turn then costs two or three commits, not five.
+``LATER_SECONDS``. A turn in a quiet gateway then costs about three commits, not four.
 """
 
 from __future__ import annotations
