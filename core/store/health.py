@@ -59,9 +59,7 @@ class StoreHealth:
     def unavailable(self) -> StoreUnavailable | None:
         """A fresh error for a write refused while the problem lasts (None: no problem)."""
         problem = self._problem
-        if problem is None:
-            return None
-        return type(problem)(problem.detail, path=problem.path)
+        return None if problem is None else problem.again()
 
     def failed(self, problem: StoreUnavailable) -> None:
         known, self._problem = self._problem, problem  # the newest cause, for /readyz

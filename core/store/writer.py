@@ -248,12 +248,10 @@ class GroupWriter:
             if outcome.results is not None:
                 self._committed(outcome.items, outcome.results)
             elif outcome.problem is not None and outcome.refused:
-                problem = outcome.problem
                 for item in outcome.items:
-                    _settle_error(item, type(problem)(problem.detail, path=problem.path))
+                    _settle_error(item, outcome.problem.again())
             elif outcome.problem is not None:
-                cause = outcome.error if outcome.error is not None else outcome.problem
-                self._unavailable(outcome.items, outcome.problem, cause)
+                self._unavailable(outcome.items, outcome.problem, outcome.error or outcome.problem)
             elif outcome.error is not None:
                 log.debug("write failed: %r", outcome.error)
                 _settle_error(outcome.items[0], outcome.error)
@@ -311,7 +309,7 @@ class GroupWriter:
             problem.__cause__ = exc
         self._health.failed(problem)
         for item in batch:
-            error = type(problem)(problem.detail, path=problem.path)
+            error = problem.again()
             error.__cause__ = exc
             _settle_error(item, error)
 
