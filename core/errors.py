@@ -106,10 +106,6 @@ class StoreUnavailable(StoreError):
     def describe(cls) -> str:
         return cls.kind.replace("_", " ")
 
-    def again(self) -> StoreUnavailable:
-        """The same problem as a new error, for one more caller to raise."""
-        return type(self)(self.detail, path=self.path)
-
 
 class StoreFull(StoreUnavailable):
     """The disk (or the database's quota) is full."""

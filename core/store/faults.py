@@ -80,3 +80,8 @@ def _postgres(exc: BaseException, sqlstate: str) -> StoreUnavailable | None:
     if kind is None:
         return None
     return kind(f"SQLSTATE {sqlstate} ({exc.__class__.__name__})")
+
+
+def again(problem: StoreUnavailable) -> StoreUnavailable:
+    """The same problem as a new error, for one more caller to raise."""
+    return type(problem)(problem.detail, path=problem.path)

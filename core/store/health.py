@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from core.errors import StoreError, StoreUnavailable
 from core.retry import Backoff
+from core.store.faults import again
 from core.store.tx import Tx
 from core.tasks import TaskSet
 
@@ -59,7 +60,7 @@ class StoreHealth:
     def unavailable(self) -> StoreUnavailable | None:
         """A fresh error for a write refused while the problem lasts (None: no problem)."""
         problem = self._problem
-        return None if problem is None else problem.again()
+        return None if problem is None else again(problem)
 
     def failed(self, problem: StoreUnavailable) -> None:
         known, self._problem = self._problem, problem  # the newest cause, for /readyz

@@ -38,7 +38,7 @@ from core.store.checkpoint import EVERY_COMMITS, LIMIT_FRAMES, Checkpointer
 from core.store.drain import Drain, Outcome, Pending
 from core.store.drain import WriteOp as WriteOp  # re-exported: the type of a write
 from core.store.engine import sqlite_pragmas
-from core.store.faults import classify
+from core.store.faults import again, classify
 from core.store.health import StoreHealth
 from core.store.tx import SqlAlchemyTx, SqliteTx, Tx
 
@@ -249,7 +249,7 @@ class GroupWriter:
                 self._committed(outcome.items, outcome.results)
             elif outcome.problem is not None and outcome.refused:
                 for item in outcome.items:
-                    _settle_error(item, outcome.problem.again())
+                    _settle_error(item, again(outcome.problem))
             elif outcome.problem is not None:
                 self._unavailable(outcome.items, outcome.problem, outcome.error or outcome.problem)
             elif outcome.error is not None:
@@ -309,7 +309,7 @@ class GroupWriter:
             problem.__cause__ = exc
         self._health.failed(problem)
         for item in batch:
-            error = problem.again()
+            error = again(problem)
             error.__cause__ = exc
             _settle_error(item, error)
 
