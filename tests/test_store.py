@@ -21,6 +21,7 @@ from core.messages import InboundMessage
 from core.store import db as store_db
 from core.store import inbox as inbox_ops
 from core.store import sessions as session_ops
+from core.store.audit import AuditRecord
 from core.store.db import SessionDB
 from core.store.engine import Engines, create_engines
 from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
@@ -423,6 +424,19 @@ def user_and_reply(number: int) -> list[NewMessage]:
             cache_read_tokens=8,
             cache_write_tokens=2,
         ),
+    ]
+
+
+async def test_many_rows_written_at_once_all_land_in_order(db: SessionDB) -> None:
+    # 150 events: on SQLite a multi-row INSERT per chunk (128 + 16 + 4 + 1 + 1 rows).
+    records = [
+        AuditRecord(at=T0 + i, event=f"e{i}", turn_id=i, message_id=f"m{i}", detail={"n": i})
+        for i in range(150)
+    ]
+    await db.audit.append(records)
+    stored = await db.audit.rows(limit=None)
+    assert [(r.at, r.event, r.turn_id, r.message_id, r.detail) for r in stored] == [
+        (r.at, r.event, r.turn_id, r.message_id, r.detail) for r in records
     ]
 
 

@@ -45,7 +45,18 @@ class SqliteTx:
         self._conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Params]) -> None:
-        self._conn.executemany(sql, rows)
+        shape = _multi_row(sql) if len(rows) > 1 else None
+        if shape is None:
+            self._conn.executemany(sql, rows)
+            return
+        head, names = shape
+        done = 0
+        for size in _CHUNKS:
+            while len(rows) - done >= size:
+                chunk = rows[done : done + size]
+                values = [row[name] for row in chunk for name in names]
+                self._conn.execute(_rows_sql(head, len(names), size), values)
+                done += size
 
     def scalar(self, sql: str, params: Params) -> Any:
         row = self._conn.execute(sql, params).fetchone()
@@ -55,6 +66,30 @@ class SqliteTx:
         cursor = self._conn.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+# Rows a multi-row INSERT takes at once: a batch of N rows is cut greedily into these,
+# so each INSERT has at most a few spellings in the connection's statement cache.
+_CHUNKS = (128, 16, 4, 1)
+
+
+@lru_cache(maxsize=256)
+def _multi_row(sql: str) -> tuple[str, tuple[str, ...]] | None:
+    """(``INSERT INTO t (a, b) VALUES``, its parameter names) of a plain single-row
+    ``insert_sql`` statement; None for anything else (a suffix, an UPDATE)."""
+    head, sep, marks = sql.partition(" VALUES (")
+    if not sep or not head.startswith("INSERT INTO ") or not marks.endswith(")"):
+        return None
+    names = tuple(m.strip() for m in marks[:-1].split(","))
+    if not all(n.startswith(":") and n[1:].isidentifier() for n in names):
+        return None
+    return head + " VALUES ", tuple(n[1:] for n in names)
+
+
+@lru_cache(maxsize=256)
+def _rows_sql(head: str, width: int, rows: int) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return head + ", ".join([one] * rows)
 
 
 @lru_cache(maxsize=256)
