@@ -26,7 +26,7 @@ from core.store.db import SessionDB
 from core.store.engine import Engines, create_engines
 from core.store.records import Accepted, InboxItem, NewMessage, SessionRow, TurnOutcome
 from core.store.schema import inbox, messages, outbox, sessions
-from core.store.tx import Tx, insert_sql
+from core.store.tx import SqliteTx, Tx, insert_sql
 from migrations.runner import current_revision, head_revision, upgrade
 from tests.direct_sql import DirectSql
 from tests.postgres import postgres_database
@@ -437,6 +437,18 @@ async def test_many_rows_written_at_once_all_land_in_order(db: SessionDB) -> Non
     stored = await db.audit.rows(limit=None)
     assert [(r.at, r.event, r.turn_id, r.message_id, r.detail) for r in stored] == [
         (r.at, r.event, r.turn_id, r.message_id, r.detail) for r in records
+    ]
+
+
+def test_many_rows_fit_an_older_sqlites_parameter_limit() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # SQLite before 3.32
+    conn.execute("CREATE TABLE t (a, b, c, d, e, f, g, h, i, j)")
+    columns = list("abcdefghij")
+    rows = [{c: f"{c}{n}" for c in columns} for n in range(300)]
+    SqliteTx(conn).executemany(insert_sql("t", columns), rows)
+    assert conn.execute("SELECT * FROM t ORDER BY rowid").fetchall() == [
+        tuple(r.values()) for r in rows
     ]
 
 

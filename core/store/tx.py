@@ -50,8 +50,12 @@ class SqliteTx:
             self._conn.executemany(sql, rows)
             return
         head, names = shape
+        # An older SQLite takes 999 parameters a statement, a newer one 32,766 or more.
+        most = self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(names)
         done = 0
         for size in _CHUNKS:
+            if size > most and size > 1:
+                continue
             while len(rows) - done >= size:
                 chunk = rows[done : done + size]
                 values = [row[name] for row in chunk for name in names]
