@@ -12,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from core.store.engine import create_engines
 from core.store.schema import messages, sessions
 from core.store.search import matches as search_matches
+from core.store.search import queue
 from core.store.search.matches import SearchScope, find_messages
+from core.store.tx import SqlAlchemyTx
 from migrations.runner import upgrade
 from tests.postgres import postgres_database
 
@@ -77,7 +79,15 @@ async def add(engine: AsyncEngine, session_id: str, content: str, role: str = "u
         return int(result.scalar_one())
 
 
+async def index_queued(engine: AsyncEngine) -> None:
+    """What ``SearchStore.reading`` does first on SQLite: index the queued messages."""
+    if engine.dialect.name == "sqlite":
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda sync: queue.index_all(SqlAlchemyTx(sync)))
+
+
 async def ids(engine: AsyncEngine, query: str, scope: SearchScope, **kw: object) -> list[int]:
+    await index_queued(engine)
     async with engine.connect() as conn:
         found = await find_messages(conn, query, scope, **kw)  # type: ignore[arg-type]
     return [match.message_id for match in found]
@@ -140,6 +150,7 @@ async def test_few_matches_rank_many_matches_recency(
 ) -> None:
     strong = await add(db, "s-alice", "otter otter otter")
     weak = await add(db, "s-alice", "an otter among many other words in a long sentence")
+    await index_queued(db)
     async with db.connect() as conn:
         ranked = await find_messages(conn, "otter", ALL)
     assert [m.message_id for m in ranked] == [strong, weak]

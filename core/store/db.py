@@ -81,7 +81,7 @@ class SessionDB:
             runner, max_batch=max_batch, health=self._health, path=path, probe=write_probe
         )
         self._stack = AsyncExitStack()
-        self.search = SearchStore(self._engines.read)
+        self.search = SearchStore(self._engines.read, self._writer if path else None)
         self.reviews = ReviewStore(self._engines.read, self._writer)
         self.curator = CuratorStore(self._engines.read, self._writer)
         self.cron = CronStore(self._engines.read, self._writer)

@@ -2,7 +2,8 @@
 
 The event loop ``put``s a write; the writer's thread takes up to ``max_batch`` queued
 writes at a time, commits them in one transaction and hands the outcome to the loop
-with one ``call_soon_threadsafe``, then at once takes what was queued meanwhile. Had
+with one ``call_soon_threadsafe``, then at once takes what was queued meanwhile; with
+nothing queued it does the runner's ``idle`` work (search indexing) before it rests. Had
 the loop to start each batch (as it does on PostgreSQL, ``core.store.writer``), at full
 load the writer would wait for a loop busy settling the last batch's callers, and the
 loop for the writer: each sat idle about a third of the time.
@@ -34,6 +35,8 @@ class Committer(Protocol):
     """The writer's thread and connection (``core.store.writer.SqliteRunner``)."""
 
     def start(self, work: Callable[[], None]) -> None: ...
+
+    def idle(self) -> bool: ...
 
     def commit(self, ops: Sequence[WriteOp[Any]]) -> list[Any]: ...
 
@@ -82,6 +85,7 @@ class Drain:
         self._items: deque[Pending[Any]] = deque()
         self._lock = threading.Lock()
         self._running = False  # the thread is draining, or about to
+        self._idle_due = False  # the runner's ``idle`` has work (the thread's own)
         self._timer: asyncio.TimerHandle | None = None  # starts what was put ``later``
 
     def put(self, item: Pending[Any], *, later: bool = False) -> None:
@@ -110,14 +114,18 @@ class Drain:
             while True:
                 with self._lock:
                     items = self._items
-                    if not items:
+                    if not items and not self._idle_due:
                         self._running = False
                         return
                     count = min(len(items), self._max_batch)
                     batch = [items.popleft() for _ in range(count)]
+                if not batch:
+                    self._idle_due = self._runner.idle()
+                    continue
                 outcomes: list[Outcome] = []
                 self._problem = self._run(batch, outcomes, self._problem)
                 self._loop.call_soon_threadsafe(self._deliver, outcomes)
+                self._idle_due = self._problem is None
         except BaseException:  # the loop closed under it: the next ``put`` starts over
             with self._lock:
                 self._running = False

@@ -40,6 +40,7 @@ from core.store.drain import WriteOp as WriteOp  # re-exported: the type of a wr
 from core.store.engine import sqlite_pragmas
 from core.store.faults import again, classify
 from core.store.health import StoreHealth
+from core.store.search import queue as search_queue
 from core.store.tx import SqlAlchemyTx, SqliteTx, Tx
 
 T = TypeVar("T")
@@ -80,6 +81,7 @@ class SqliteRunner:
         self._busy_timeout_ms = busy_timeout_ms
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sessiondb-writer")
         self._conn: sqlite3.Connection | None = None
+        self._indexing = False  # the database queues messages for search (``idle``)
         self.checkpointer = Checkpointer(
             self._open_connection, every_commits=checkpoint_every, limit_frames=wal_limit_frames
         )
@@ -90,6 +92,8 @@ class SqliteRunner:
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
+        if self._conn is not None:
+            await loop.run_in_executor(self._thread, self._index_backlog)
         await loop.run_in_executor(None, self.checkpointer.close)
         if self._conn is not None:
             await loop.run_in_executor(self._thread, self._conn.close)
@@ -106,6 +110,9 @@ class SqliteRunner:
     def _connect(self) -> sqlite3.Connection:
         conn = self._open_connection()
         conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's work, not a commit's
+        self._conn = conn
+        self._indexing = search_queue.has_queue(conn)
+        self._index_backlog()  # what a killed gateway left queued
         return conn
 
     def _open_connection(self) -> sqlite3.Connection:
@@ -113,6 +120,26 @@ class SqliteRunner:
         for pragma in sqlite_pragmas(self._busy_timeout_ms):
             conn.execute(pragma)
         return conn
+
+    def idle(self) -> bool:
+        """Work for the writer's thread between batches (``core.store.drain``): index a
+        few queued messages for search (``core.store.search.queue``). True while more may
+        be queued."""
+        conn = self._conn
+        if conn is None or not self._indexing:
+            return False
+        try:
+            done = search_queue.index_some(conn)
+        except sqlite3.Error as exc:  # a search indexes what is left (``index_all``)
+            log.warning("search indexing postponed: %s", exc.__class__.__name__)
+            return False
+        self.checkpointer.committed(conn)
+        return done >= search_queue.CHUNK
+
+    def _index_backlog(self) -> None:
+        """Index everything queued (at open and close): nothing waits on it then."""
+        while self.idle():
+            pass
 
     def commit(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
         """Run ``ops`` in one transaction and return their results; in the writer's thread."""

@@ -8,16 +8,21 @@ turn committing meanwhile cannot make a window disagree with the match it came f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from core.store.search import catalog, matches, windows
+from core.errors import StoreError
+from core.store.search import catalog, matches, queue, windows
 from core.store.search.access import Reach
 from core.store.search.catalog import RecentSession, SessionCard
 from core.store.search.matches import Match, SearchScope
 from core.store.search.windows import MessageLine
+from core.store.writer import Writer
+
+log = logging.getLogger(__name__)
 
 
 class SearchReader:
@@ -85,13 +90,25 @@ class SearchReader:
 
 
 class SearchStore:
-    """The search repository of one SessionDB, over its read engine."""
+    """The search repository of one SessionDB, over its read engine. ``writer``: on
+    SQLite, the SessionDB's writer, which indexes queued messages (``queue``)."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, writer: Writer | None = None) -> None:
         self._engine = engine
+        self._writer = writer
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[SearchReader]:
-        """A ``SearchReader`` whose queries share one connection (one snapshot on SQLite)."""
+        """A ``SearchReader`` whose queries share one connection (one snapshot on SQLite),
+        taken once every committed message is indexed."""
+        await self._index_queued()
         async with self._engine.connect() as conn:
             yield SearchReader(conn)
+
+    async def _index_queued(self) -> None:
+        if self._writer is None:
+            return
+        try:
+            await self._writer.run(queue.index_all)
+        except StoreError as exc:  # a store that cannot write can still be searched
+            log.warning("searching without indexing the newest messages: %s", exc)

@@ -1,0 +1,173 @@
+"""SQLite indexes messages for search between write batches (``core.store.search.queue``):
+a search still sees every committed message, a message edited or deleted before it was
+indexed leaves the indexes exact, and nothing a killed gateway queued is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+from sqlalchemy import delete, update
+
+from core.store.db import SessionDB
+from core.store.engine import create_engines
+from core.store.health import write_probe
+from core.store.schema import messages
+from core.store.search.matches import SearchScope
+from core.store.search.queue import PENDING
+from migrations.runner import downgrade, upgrade
+from tests.test_search_engine import ALL, _migrated, add, ids
+
+T0 = 1_780_000_000.0
+EVERYWHERE = SearchScope("webhook", "x", None, "x", mode="all")
+
+
+def raw_add(path: Path, content: str) -> int:
+    """A message written the way another process (or a gateway killed before its writer
+    went idle) leaves it: committed and queued, not yet indexed."""
+    with sqlite3.connect(path) as conn:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = 's1'").fetchone() is None:
+            conn.execute(
+                "INSERT INTO sessions (id, session_key, platform, chat_id, user_id, started_at, "
+                "last_active_at, provider, model, message_count, turn_count, tool_call_count, "
+                "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens) VALUES "
+                "('s1', 'webhook:c1', 'webhook', 'c1', 'u1', ?, ?, 'offline', 'offline', "
+                "0, 0, 0, 0, 0, 0, 0)",
+                (T0, T0),
+            )
+        cursor = conn.execute(
+            "INSERT INTO messages (session_id, role, content, created_at) "
+            "VALUES ('s1', 'user', ?, ?)",
+            (content, T0),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+
+def indexed(path: Path, word: str) -> int:
+    """Rows of the FTS index matching ``word``, read without indexing anything first."""
+    with sqlite3.connect(path) as conn:
+        query = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"
+        return int(conn.execute(query, (word,)).fetchone()[0])
+
+
+def queued(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {PENDING}").fetchone()[0])
+
+
+def integrity_check(path: Path) -> None:
+    """Raises if an external-content index drifted from the rows it was given."""
+    with sqlite3.connect(path) as conn:
+        for table in ("messages_fts", "messages_trigram"):
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+
+
+async def migrated(path: Path) -> None:
+    engines = create_engines(f"sqlite:///{path}")
+    try:
+        await upgrade(engines.write)
+    finally:
+        await engines.dispose()
+
+
+async def test_a_message_edited_or_deleted_while_queued_leaves_the_indexes_exact(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    async with _migrated(f"sqlite:///{path}") as db:
+        edited = await add(db, "s-alice", "the quokka smiles")
+        async with db.begin() as conn:
+            await conn.execute(
+                update(messages).where(messages.c.id == edited).values(content="去东京塔 wombat")
+            )
+        dropped = await add(db, "s-alice", "a fleeting narwhal")
+        async with db.begin() as conn:
+            await conn.execute(delete(messages).where(messages.c.id == dropped))
+        assert queued(path) == 1  # the edited one; the deleted one left the queue with it
+        # SQLite hands the freed rowid to the next message: it must be indexed as itself.
+        reused = await add(db, "s-alice", "a lasting pelican")
+        assert reused == dropped
+
+        assert await ids(db, "quokka", ALL) == []
+        assert await ids(db, "wombat", ALL) == [edited]
+        assert await ids(db, "东京塔", ALL) == [edited]
+        assert await ids(db, "narwhal", ALL) == []
+        assert await ids(db, "pelican", ALL) == [reused]
+        integrity_check(path)
+        # Once indexed, edits and deletes reach the indexes at once, as before.
+        async with db.begin() as conn:
+            await conn.execute(delete(messages).where(messages.c.id == edited))
+        assert indexed(path, "wombat") == 0
+        integrity_check(path)
+
+
+async def test_a_search_sees_what_another_process_just_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    await migrated(path)
+    async with SessionDB(f"sqlite:///{path}") as db:
+        written = raw_add(path, "an albatross overhead")
+        assert indexed(path, "albatross") == 0  # queued: this writer had no batch since
+        async with db.search.reading() as reader:
+            found = await reader.find_messages("albatross", EVERYWHERE)
+        assert [m.message_id for m in found] == [written]
+        assert queued(path) == 0
+
+
+async def test_opening_indexes_what_a_killed_gateway_left_queued(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    await migrated(path)
+    raw_add(path, "a stranded capybara")
+    raw_add(path, "猫咪藏在盒子里")
+    assert queued(path) == 2
+    async with SessionDB(f"sqlite:///{path}"):
+        assert queued(path) == 0
+        assert indexed(path, "capybara") == 1
+        with sqlite3.connect(path) as conn:
+            trigram = "SELECT count(*) FROM messages_trigram WHERE messages_trigram MATCH '猫咪藏'"
+            assert conn.execute(trigram).fetchone()[0] == 1
+    integrity_check(path)
+
+
+async def test_the_writer_indexes_between_batches_without_being_asked(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    await migrated(path)
+    raw_add(path, "a patient heron")
+    async with SessionDB(f"sqlite:///{path}") as db:
+        raw_add(path, "a restless magpie")  # queued after the writer opened
+        await db.write(write_probe)  # any write: the writer commits, then goes idle
+        # Nothing on the loop waits for that work, so nothing signals it: watch the file.
+        assert await asyncio.to_thread(_emptied, path, 10.0)
+        assert indexed(path, "magpie") == 1
+
+
+def _emptied(path: Path, seconds: float) -> bool:
+    """Whether the queue empties within ``seconds`` (read every 10 ms)."""
+    deadline = time.monotonic() + seconds
+    while queued(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+async def test_downgrade_indexes_the_queue_and_restores_indexing_on_insert(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    await migrated(path)
+    raw_add(path, "a queued ibis")
+    engines = create_engines(f"sqlite:///{path}")
+    try:
+        await downgrade(engines.write, "0021")
+    finally:
+        await engines.dispose()
+    assert indexed(path, "ibis") == 1
+    raw_add(path, "an immediate egret")
+    assert indexed(path, "egret") == 1  # 0003's triggers index in the same transaction
+    integrity_check(path)
+    await migrated(path)
+    raw_add(path, "a later stork")
+    assert queued(path) == 1
