@@ -7,18 +7,21 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 from sqlalchemy import delete, update
 
 from core.store.db import SessionDB
 from core.store.engine import create_engines
-from core.store.health import write_probe
+from core.store.records import NewMessage, TurnOutcome
 from core.store.schema import messages
 from core.store.search.matches import SearchScope
 from core.store.search.queue import PENDING
 from migrations.runner import downgrade, upgrade
 from tests.test_search_engine import ALL, _migrated, add, ids
+from tests.test_store import message, session_row
 
 T0 = 1_780_000_000.0
 EVERYWHERE = SearchScope("webhook", "x", None, "x", mode="all")
@@ -131,13 +134,39 @@ async def test_opening_indexes_what_a_killed_gateway_left_queued(tmp_path: Path)
     integrity_check(path)
 
 
-async def test_the_writer_indexes_between_batches_without_being_asked(tmp_path: Path) -> None:
+async def _turn(db: SessionDB) -> None:
+    session = await db.open_session(session_row("s-turn"))
+    accepted = await db.accept(message(1, text_="a restless magpie"), "webhook:c1")
+    await db.finish_turn(
+        TurnOutcome(
+            item=accepted.item,
+            status="done",
+            processed_at=T0 + 1,
+            session_id=session.id,
+            messages=[NewMessage(role="user", content="a restless magpie", created_at=T0)],
+        )
+    )
+
+
+async def _compaction(db: SessionDB) -> None:
+    parent = await db.open_session(session_row("s-parent"))
+    said = [NewMessage(role="user", content="a restless magpie", created_at=T0)]
+    await db.compact(parent.id, T0 + 1, session_row("s-child"), said)
+
+
+async def _scheduled_run(db: SessionDB) -> None:
+    said = [NewMessage(role="assistant", content="a restless magpie", created_at=T0)]
+    await db.record_detached(session_row("s-cron", "cron:job-1"), said)
+
+
+@pytest.mark.parametrize("store", [_turn, _compaction, _scheduled_run])
+async def test_the_writer_indexes_stored_messages_without_being_asked(
+    tmp_path: Path, store: Callable[[SessionDB], Awaitable[None]]
+) -> None:
     path = tmp_path / "state.db"
     await migrated(path)
-    raw_add(path, "a patient heron")
     async with SessionDB(f"sqlite:///{path}") as db:
-        raw_add(path, "a restless magpie")  # queued after the writer opened
-        await db.write(write_probe)  # any write: the writer commits, then goes idle
+        await store(db)
         # Nothing on the loop waits for that work, so nothing signals it: watch the file.
         assert await asyncio.to_thread(_emptied, path, 10.0)
         assert indexed(path, "magpie") == 1

@@ -34,12 +34,18 @@ class Tx(Protocol):
         """Every row as a dict of column name to value."""
         ...
 
+    def messages_added(self) -> None:
+        """This transaction stores messages: on SQLite the writer indexes them for search
+        once it commits (``core.store.search.queue``)."""
+        ...
+
 
 class SqliteTx:
     """``Tx`` over a stdlib ``sqlite3`` connection."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        self.added_messages = False
 
     def execute(self, sql: str, params: Params) -> None:
         self._conn.execute(sql, params)
@@ -70,6 +76,9 @@ class SqliteTx:
         cursor = self._conn.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def messages_added(self) -> None:
+        self.added_messages = True
 
 
 # Rows a multi-row INSERT takes at once: a batch of N rows is cut greedily into these,
@@ -118,6 +127,9 @@ class SqlAlchemyTx:
 
     def fetch(self, sql: str, params: Params) -> list[dict[str, Any]]:
         return [dict(r._mapping) for r in self._conn.execute(_clause(sql), dict(params))]
+
+    def messages_added(self) -> None:
+        return None  # PostgreSQL indexes a message in its own row (``content_tsv``)
 
 
 def insert_sql(table: str, columns: Sequence[str], suffix: str = "") -> str:

@@ -82,6 +82,7 @@ class SqliteRunner:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sessiondb-writer")
         self._conn: sqlite3.Connection | None = None
         self._indexing = False  # the database queues messages for search (``idle``)
+        self._index_due = False  # a commit queued messages that ``idle`` has not indexed
         self.checkpointer = Checkpointer(
             self._open_connection, every_commits=checkpoint_every, limit_frames=wal_limit_frames
         )
@@ -126,18 +127,20 @@ class SqliteRunner:
         few queued messages for search (``core.store.search.queue``). True while more may
         be queued."""
         conn = self._conn
-        if conn is None or not self._indexing:
+        if conn is None or not self._indexing or not self._index_due:
             return False
         try:
             done = search_queue.index_some(conn)
-        except sqlite3.Error as exc:  # a search indexes what is left (``index_all``)
+        except sqlite3.Error as exc:  # retried after the next commit; a search indexes all
             log.warning("search indexing postponed: %s", exc.__class__.__name__)
             return False
         self.checkpointer.committed(conn)
-        return done >= search_queue.CHUNK
+        self._index_due = done >= search_queue.CHUNK
+        return self._index_due
 
     def _index_backlog(self) -> None:
-        """Index everything queued (at open and close): nothing waits on it then."""
+        """Index everything queued (at open and close), whoever queued it."""
+        self._index_due = True
         while self.idle():
             pass
 
@@ -155,6 +158,7 @@ class SqliteRunner:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._index_due = self._index_due or tx.added_messages
         self.checkpointer.committed(conn)
         return results
 
