@@ -18,7 +18,8 @@ from core.store.engine import create_engines
 from core.store.records import NewMessage, TurnOutcome
 from core.store.schema import messages
 from core.store.search.matches import SearchScope
-from core.store.search.queue import PENDING
+from core.store.search.queue import BEHIND, CHUNK, PENDING
+from core.store.tx import Tx
 from migrations.runner import downgrade, upgrade
 from tests.test_search_engine import ALL, _migrated, add, ids
 from tests.test_store import message, session_row
@@ -124,10 +125,13 @@ async def test_opening_indexes_what_a_killed_gateway_left_queued(tmp_path: Path)
     await migrated(path)
     raw_add(path, "a stranded capybara")
     raw_add(path, "猫咪藏在盒子里")
-    assert queued(path) == 2
+    for n in range(2 * CHUNK + 3):  # more than one indexing step's worth
+        raw_add(path, f"a drifting gull {n}")
+    assert queued(path) == 2 * CHUNK + 5
     async with SessionDB(f"sqlite:///{path}"):
         assert queued(path) == 0
         assert indexed(path, "capybara") == 1
+        assert indexed(path, "gull") == 2 * CHUNK + 3
         with sqlite3.connect(path) as conn:
             trigram = "SELECT count(*) FROM messages_trigram WHERE messages_trigram MATCH '猫咪藏'"
             assert conn.execute(trigram).fetchone()[0] == 1
@@ -200,3 +204,27 @@ async def test_downgrade_indexes_the_queue_and_restores_indexing_on_insert(
     await migrated(path)
     raw_add(path, "a later stork")
     assert queued(path) == 1
+
+
+async def test_a_writer_never_idle_still_keeps_up_with_indexing(tmp_path: Path) -> None:
+    """Past ``BEHIND`` stored messages waiting, a chunk is indexed between two batches:
+    a writer that always had a batch waiting would otherwise never index."""
+    path = tmp_path / "state.db"
+    await migrated(path)
+    said = [
+        NewMessage(role="assistant", content=f"a busy starling {n}", created_at=T0)
+        for n in range(BEHIND + CHUNK + 4)
+    ]
+
+    def waiting(tx: Tx) -> int:
+        return int(tx.scalar(f"SELECT count(*) FROM {PENDING}", {}))
+
+    async with SessionDB(f"sqlite:///{path}", max_batch=1) as db:  # one write a batch
+        _, first, second = await asyncio.gather(
+            db.record_detached(session_row("s-cron", "cron:job-1"), said),
+            db.write(waiting),
+            db.write(waiting),
+        )
+    assert (first, second) == (len(said) - CHUNK, len(said) - 2 * CHUNK)
+    assert queued(path) == 0  # the rest once nothing waited (and at close)
+    assert indexed(path, "starling") == len(said)

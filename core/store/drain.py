@@ -38,6 +38,8 @@ class Committer(Protocol):
 
     def idle(self) -> bool: ...
 
+    def behind(self) -> bool: ...
+
     def commit(self, ops: Sequence[WriteOp[Any]]) -> list[Any]: ...
 
 
@@ -111,14 +113,18 @@ class Drain:
 
     def _drain(self) -> None:
         try:
+            after_batch = False
             while True:
+                # Idle work far behind goes between two batches rather than after the last.
+                first = after_batch and self._idle_due and self._runner.behind()
                 with self._lock:
                     items = self._items
                     if not items and not self._idle_due:
                         self._running = False
                         return
-                    count = min(len(items), self._max_batch)
+                    count = 0 if first else min(len(items), self._max_batch)
                     batch = [items.popleft() for _ in range(count)]
+                after_batch = bool(batch)
                 if not batch:
                     self._idle_due = self._runner.idle()
                     continue

@@ -24,7 +24,7 @@ def compact(
     if opened.id != child.id:
         raise StoreError("another session became active while compacting; try again")
     if messages:
-        tx.messages_added()
+        tx.messages_added(len(messages))
         tx.executemany(ADD_MESSAGE, [message_row(m, child.id) for m in messages])
     return opened
 
@@ -44,6 +44,6 @@ def record_detached(tx: Tx, row: SessionRow, messages: Sequence[NewMessage]) -> 
     if opened.id != row.id:
         raise StoreError("another session of this scheduled job is active; try again")
     if messages:
-        tx.messages_added()
+        tx.messages_added(len(messages))
         tx.executemany(ADD_MESSAGE, [message_row(m, row.id) for m in messages])
     session_ops.end(tx, row.id, row.end_reason or "done", row.ended_at or row.last_active_at)

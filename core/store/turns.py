@@ -104,8 +104,7 @@ def _add_messages(
     tx: Tx, messages: Sequence[NewMessage], session_id: str | None, wanted: set[int]
 ) -> dict[int, int]:
     """Insert ``messages`` in order; return the ids of those at the ``wanted`` positions."""
-    if messages:
-        tx.messages_added()
+    tx.messages_added(len(messages))
     ids: dict[int, int] = {}
     start = 0
     for index in sorted(wanted):

@@ -34,9 +34,9 @@ class Tx(Protocol):
         """Every row as a dict of column name to value."""
         ...
 
-    def messages_added(self) -> None:
-        """This transaction stores messages: on SQLite the writer indexes them for search
-        once it commits (``core.store.search.queue``)."""
+    def messages_added(self, count: int) -> None:
+        """This transaction stores ``count`` messages: on SQLite the writer indexes them
+        for search once it commits (``core.store.search.queue``)."""
         ...
 
 
@@ -45,7 +45,7 @@ class SqliteTx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self.added_messages = False
+        self.added_messages = 0
 
     def execute(self, sql: str, params: Params) -> None:
         self._conn.execute(sql, params)
@@ -77,8 +77,8 @@ class SqliteTx:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    def messages_added(self) -> None:
-        self.added_messages = True
+    def messages_added(self, count: int) -> None:
+        self.added_messages += count
 
 
 # Rows a multi-row INSERT takes at once: a batch of N rows is cut greedily into these,
@@ -128,7 +128,7 @@ class SqlAlchemyTx:
     def fetch(self, sql: str, params: Params) -> list[dict[str, Any]]:
         return [dict(r._mapping) for r in self._conn.execute(_clause(sql), dict(params))]
 
-    def messages_added(self) -> None:
+    def messages_added(self, count: int) -> None:
         return None  # PostgreSQL indexes a message in its own row (``content_tsv``)
 
 

@@ -82,7 +82,7 @@ class SqliteRunner:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sessiondb-writer")
         self._conn: sqlite3.Connection | None = None
         self._indexing = False  # the database queues messages for search (``idle``)
-        self._index_due = False  # a commit queued messages that ``idle`` has not indexed
+        self._queued = 0  # messages this writer stored and ``idle`` has not indexed yet
         self.checkpointer = Checkpointer(
             self._open_connection, every_commits=checkpoint_every, limit_frames=wal_limit_frames
         )
@@ -126,23 +126,37 @@ class SqliteRunner:
         """Work for the writer's thread between batches (``core.store.drain``): index a
         few queued messages for search (``core.store.search.queue``). True while more may
         be queued."""
-        conn = self._conn
-        if conn is None or not self._indexing or not self._index_due:
+        if not self._queued:
             return False
-        try:
-            done = search_queue.index_some(conn)
-        except sqlite3.Error as exc:  # retried after the next commit; a search indexes all
-            log.warning("search indexing postponed: %s", exc.__class__.__name__)
+        done = self._index_chunk()
+        if done is None:  # retried after the next commit; a search indexes everything
             return False
-        self.checkpointer.committed(conn)
-        self._index_due = done >= search_queue.CHUNK
-        return self._index_due
+        self._queued = max(self._queued - done, 0) if done >= search_queue.CHUNK else 0
+        return self._queued > 0
+
+    def behind(self) -> bool:
+        """Whether so many stored messages wait for indexing that it goes before the next
+        batch rather than waiting for a moment with none (a writer never idle)."""
+        return self._queued >= search_queue.BEHIND
 
     def _index_backlog(self) -> None:
         """Index everything queued (at open and close), whoever queued it."""
-        self._index_due = True
-        while self.idle():
+        while (done := self._index_chunk()) is not None and done >= search_queue.CHUNK:
             pass
+        self._queued = 0
+
+    def _index_chunk(self) -> int | None:
+        """Index a chunk of queued messages; how many, or None when it could not."""
+        conn = self._conn
+        if conn is None or not self._indexing:
+            return None
+        try:
+            done = search_queue.index_some(conn)
+        except sqlite3.Error as exc:
+            log.warning("search indexing postponed: %s", exc.__class__.__name__)
+            return None
+        self.checkpointer.committed(conn)
+        return done
 
     def commit(self, ops: Sequence[WriteOp[Any]]) -> list[Any]:
         """Run ``ops`` in one transaction and return their results; in the writer's thread."""
@@ -158,7 +172,7 @@ class SqliteRunner:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self._index_due = self._index_due or tx.added_messages
+        self._queued += tx.added_messages
         self.checkpointer.committed(conn)
         return results
 

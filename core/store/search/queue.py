@@ -27,6 +27,9 @@ _INDEX_ALL = f"DELETE FROM {PENDING}"
 # Messages one idle step indexes: a few milliseconds of the write lock at most, so a
 # batch arriving meanwhile waits little.
 CHUNK = 32
+# Messages waiting past which the writer indexes a chunk before its next batch, so a
+# writer that always has a batch waiting still keeps up (``SqliteRunner.behind``).
+BEHIND = 8 * CHUNK
 
 
 def index_some(conn: sqlite3.Connection, limit: int = CHUNK) -> int:
