@@ -172,7 +172,8 @@ class SqliteRunner:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self._queued += tx.added_messages
+        if self._indexing:
+            self._queued += tx.added_messages
         self.checkpointer.committed(conn)
         return results
 

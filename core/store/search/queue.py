@@ -1,13 +1,14 @@
 """SQLite's full-text indexes, filled between write batches rather than inside them.
 
 A message's insert only queues its id in ``messages_fts_pending`` (a trigger,
-migration 0022); the writer's thread indexes queued messages when it has no batch to
-run (``index_some``: one statement, so the tokenizing runs outside the GIL beside the
-event loop), and ``SearchStore.reading`` indexes whatever is still queued before a
-search reads (``index_all``), so a search always sees every committed message. Deleting
-or editing a queued message never touches the indexes: it was never in them.
+migration 0022). After a commit that stored messages, the writer's thread indexes them
+when it has no batch to run, or a chunk between two batches once ``BEHIND`` wait
+(``index_some``: one statement, so the tokenizing runs outside the GIL beside the event
+loop); ``SearchStore.reading`` indexes whatever is still queued before a search reads
+(``index_all``), so a search always sees every committed message. Deleting or editing a
+queued message never touches the indexes: it was never in them.
 
-Indexing inside each turn's transaction cost the writer about a third of its time per
+Indexing inside each turn's transaction cost the writer about a third of its CPU per
 turn, on the thread every turn waits for; ``bench/throughput.py`` shows the difference.
 PostgreSQL keeps its ``tsvector`` column in the row and queues nothing.
 """
