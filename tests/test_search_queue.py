@@ -20,9 +20,9 @@ from core.store.schema import messages
 from core.store.search.matches import SearchScope
 from core.store.search.queue import BEHIND, CHUNK, PENDING
 from core.store.tx import Tx
-from migrations.runner import downgrade, upgrade
+from migrations.runner import downgrade
 from tests.test_search_engine import ALL, _migrated, add, ids
-from tests.test_store import message, session_row
+from tests.test_store import message, migrate, session_row
 
 T0 = 1_780_000_000.0
 EVERYWHERE = SearchScope("webhook", "x", None, "x", mode="all")
@@ -70,11 +70,7 @@ def integrity_check(path: Path) -> None:
 
 
 async def migrated(path: Path) -> None:
-    engines = create_engines(f"sqlite:///{path}")
-    try:
-        await upgrade(engines.write)
-    finally:
-        await engines.dispose()
+    await migrate(f"sqlite:///{path}")
 
 
 async def test_a_message_edited_or_deleted_while_queued_leaves_the_indexes_exact(

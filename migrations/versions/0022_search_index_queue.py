@@ -100,7 +100,8 @@ def _has_trigram() -> bool:
 
 def _fts_insert(row: str) -> str:
     """Index ``new`` (the trigger's row) or, with ``queued``, the message ``old.id``."""
-    return f"INSERT INTO messages_fts(rowid, content, tool_name) {_select(row, 'tool_name')};"
+    picked = _select(row, ("id", "content", "tool_name"))
+    return f"INSERT INTO messages_fts(rowid, content, tool_name) {picked};"
 
 
 def _fts_delete(where: str) -> str:
@@ -112,9 +113,8 @@ def _fts_delete(where: str) -> str:
 
 def _trigram_insert(row: str) -> str:
     content = "content" if row == "queued" else "new.content"
-    return (
-        f"INSERT INTO messages_trigram(rowid, content) {_select(row, '')} AND {content} GLOB {CJK};"
-    )
+    picked = _select(row, ("id", "content"))
+    return f"INSERT INTO messages_trigram(rowid, content) {picked} AND {content} GLOB {CJK};"
 
 
 def _trigram_delete(where: str) -> str:
@@ -124,8 +124,7 @@ def _trigram_delete(where: str) -> str:
     )
 
 
-def _select(row: str, extra: str) -> str:
-    columns = "id, content" + (f", {extra}" if extra else "")
+def _select(row: str, columns: tuple[str, ...]) -> str:
     if row == "queued":
-        return f"SELECT {columns} FROM messages WHERE id = old.id"
-    return "SELECT " + ", ".join(f"new.{c.strip()}" for c in columns.split(",")) + " WHERE 1"
+        return f"SELECT {', '.join(columns)} FROM messages WHERE id = old.id"
+    return "SELECT " + ", ".join(f"new.{c}" for c in columns) + " WHERE 1"
