@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
+import core.store.audit as audit_module
 from core.store.audit import AuditRecord, AuditStore
 from core.store.db import SessionDB
 from tests.direct_sql import DirectSql
@@ -157,3 +159,50 @@ async def test_an_existing_ledger_converts_up_and_back_down(db_url: str) -> None
         ("turn_started", "s1", "webhook:c1", "webhook:alice", "webhook", None),
         ("pairing", None, None, PSEUDONYM, "webhook", None),
     ]
+
+
+# -- looking whom up, a batch at once ---------------------------------------------------------
+
+
+def event_of(number: int, at: float) -> AuditRecord:
+    return AuditRecord(
+        at,
+        "turn_started",
+        session_id=f"s{number}",
+        chat_key=f"webhook:c{number}",
+        person=f"webhook:p{number}",
+        platform="webhook",
+    )
+
+
+async def test_a_batch_about_many_people_files_each_event_under_its_own(
+    db_url: str,  # noqa: F811
+) -> None:
+    await migrate(db_url)
+    # 83 people: the lookups go 64, 8, 8 and 1 and 1 and 1 at a time.
+    async with SessionDB(db_url) as db:
+        await db.audit.append([event_of(n, T0 + n) for n in range(83)])
+        await db.audit.append([event_of(n, T0 + 100 + n) for n in range(75, 90)])
+        rows = await db.audit.rows(limit=None)
+
+    assert [(r.person, r.chat_key, r.session_id) for r in rows] == [
+        (f"webhook:p{n}", f"webhook:c{n}", f"s{n}") for n in [*range(83), *range(75, 90)]
+    ]
+    assert await who_rows(db_url) == 90  # the second batch found its first eight
+
+
+async def test_two_people_whose_digests_clash_are_told_apart(
+    db_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await migrate(db_url)
+    # 64 bits of SHA-256 never clash in practice: make them, to see what a clash does.
+    monkeypatch.setattr(audit_module, "who_digest", lambda key: 42)
+    async with SessionDB(db_url) as db:
+        await db.audit.append([event_of(1, T0), event_of(2, T0 + 1), event_of(1, T0 + 2)])
+        await db.audit.append([event_of(2, T0 + 3), event_of(1, T0 + 4)])
+        rows = await db.audit.rows(limit=None)
+
+    assert [r.person for r in rows] == [f"webhook:p{n}" for n in (1, 2, 1, 2, 1)]
+    # The first keeps the digest and is found again; the other gets a row per batch.
+    assert await who_rows(db_url) == 3

@@ -22,9 +22,10 @@ from core.store.writer import Writer
 
 _INSERT = insert_sql("audit", ("at", "event", "turn_id", "who_id", "message_id", "detail"))
 _WHO_PARTS = ("platform", "chat_key", "person", "session_id")
-_FIND_WHO = (
-    "SELECT id, platform, chat_key, person, session_id FROM audit_who WHERE digest = :digest"
-)
+_FIND_WHO = f"SELECT id, digest, {', '.join(_WHO_PARTS)} FROM audit_who WHERE digest IN"
+# Digests looked up at once: a batch's keys are cut greedily into these, so the lookup
+# has few spellings in the statement cache and one statement finds up to 64 rows.
+_LOOKUPS = (64, 8, 1)
 _ADD_WHO = insert_sql("audit_who", ("digest", *_WHO_PARTS), " RETURNING id")
 # Who rows no event points at any more (after a prune): one ``ix_audit_who`` probe each.
 _PRUNE_WHO = (
@@ -32,6 +33,7 @@ _PRUNE_WHO = (
 )
 
 WhoKey = tuple[str | None, str | None, str | None, str | None]
+_NOBODY: WhoKey = (None, None, None, None)  # an event about no one has no row
 
 
 def who_digest(key: WhoKey) -> int:
@@ -44,26 +46,44 @@ def who_digest(key: WhoKey) -> int:
 
 
 def who_id(tx: Tx, key: WhoKey) -> int | None:
-    """The ``audit_who`` row of ``key``, added when there is none; None for nobody.
+    """The ``audit_who`` row of ``key``, added when there is none; None for nobody."""
+    return who_ids(tx, [key])[key]
 
-    The row is looked up in the database every time (once per batch and key): a
-    ``people forget`` in another process rewrites rows under the running gateway, and a
-    cached id would file the next events under the pseudonym."""
-    if key == (None, None, None, None):
-        return None
-    digest: int | None = who_digest(key)
-    found = tx.fetch(_FIND_WHO, {"digest": digest})
-    if found:
-        row = found[0]
-        if tuple(row[part] for part in _WHO_PARTS) == key:
-            return int(row["id"])
-        digest = None  # two keys, one digest: a row of its own that nothing finds
+
+def who_ids(tx: Tx, keys: Sequence[WhoKey]) -> dict[WhoKey, int | None]:
+    """The ``audit_who`` row of each of ``keys``, added where there is none.
+
+    The rows are looked up in the database every time (a batch's keys in one or a few
+    statements): a ``people forget`` in another process rewrites rows under the running
+    gateway, and a cached id would file the next events under the pseudonym."""
+    ids: dict[WhoKey, int | None] = {_NOBODY: None}
+    digests = {key: who_digest(key) for key in keys if key != _NOBODY}
+    found: dict[int, dict[str, Any]] = {}
+    pending = list(set(digests.values()))
+    for size in _LOOKUPS:
+        while len(pending) >= size:
+            chunk, pending = pending[:size], pending[size:]
+            marks = ", ".join(f":d{i}" for i in range(size))
+            args = {f"d{i}": digest for i, digest in enumerate(chunk)}
+            found.update((row["digest"], row) for row in tx.fetch(f"{_FIND_WHO} ({marks})", args))
+    taken = set(found)  # digests a row has: a newcomer with one of them goes without
+    for key, digest in digests.items():
+        row = found.get(digest)
+        if row is not None and tuple(row[part] for part in _WHO_PARTS) == key:
+            ids[key] = int(row["id"])
+        else:  # two keys, one digest: the newcomer gets a row of its own that nothing finds
+            ids[key] = _add_who(tx, key, None if digest in taken else digest)
+            taken.add(digest)
+    return ids
+
+
+def _add_who(tx: Tx, key: WhoKey, digest: int | None) -> int:
     return int(tx.scalar(_ADD_WHO, {"digest": digest, **dict(zip(_WHO_PARTS, key, strict=True))}))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: about six a turn, made on the event loop
 class AuditRecord:
-    """One audit event; ``id`` is 0 until it is stored."""
+    """One audit event; ``id`` is 0 until it is stored. Never changed once made."""
 
     at: float
     event: str
@@ -92,12 +112,10 @@ class AuditRecord:
 
 
 def _append(tx: Tx, records: Sequence[AuditRecord]) -> None:
-    ids: dict[WhoKey, int | None] = {}
+    ids = who_ids(tx, [(r.platform, r.chat_key, r.person, r.session_id) for r in records])
     rows = []
     for r in records:
         key = (r.platform, r.chat_key, r.person, r.session_id)
-        if key not in ids:
-            ids[key] = who_id(tx, key)
         # Spelled out, and orjson: about ten of these a turn, on the writer's thread.
         detail = orjson.dumps(r.detail, option=orjson.OPT_SORT_KEYS).decode() if r.detail else None
         rows.append(
