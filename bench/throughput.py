@@ -106,7 +106,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--profile-out", type=Path, help="run the gateway under cProfile, stats to this file"
     )
     parser.add_argument(
-        "--wrap", default="", help="command to prefix the gateway with, e.g. 'py-spy record ... --'"
+        "--wrap",
+        default="",
+        help="command to prefix each server with, e.g. 'py-spy record ... --' (with --only)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary CHATGATE_HOME")
     add_settings_option(parser)
@@ -220,7 +222,7 @@ def bench_bare(home: Path, run: Runner[LoadResult], args: argparse.Namespace) ->
     port = free_port()
     server = ServerProcess(
         "bare",
-        [sys.executable, "-m", "bench.bare_app", "--port", str(port)],
+        [*shlex.split(args.wrap), sys.executable, "-m", "bench.bare_app", "--port", str(port)],
         port=port,
         log_path=home / "bare.log",
         env=dict(os.environ),
