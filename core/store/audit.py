@@ -57,7 +57,7 @@ def who_ids(tx: Tx, keys: Sequence[WhoKey]) -> dict[WhoKey, int | None]:
     statements): a ``people forget`` in another process rewrites rows under the running
     gateway, and a cached id would file the next events under the pseudonym."""
     ids: dict[WhoKey, int | None] = {_NOBODY: None}
-    digests = {key: who_digest(key) for key in keys if key != _NOBODY}
+    digests = {key: who_digest(key) for key in dict.fromkeys(keys) if key != _NOBODY}
     found: dict[int, dict[str, Any]] = {}
     pending = list(set(digests.values()))
     for size in _LOOKUPS:
