@@ -21,7 +21,7 @@ from core.store.search.matches import SearchScope
 from core.store.search.queue import BEHIND, CHUNK, PENDING
 from core.store.tx import Tx
 from migrations.runner import downgrade
-from tests.test_search_engine import ALL, _migrated, add, ids
+from tests.test_search_engine import ALL, _migrated, add, ids, index_queued
 from tests.test_store import message, migrate, session_row
 
 T0 = 1_780_000_000.0
@@ -101,6 +101,50 @@ async def test_a_message_edited_or_deleted_while_queued_leaves_the_indexes_exact
         async with db.begin() as conn:
             await conn.execute(delete(messages).where(messages.c.id == edited))
         assert indexed(path, "wombat") == 0
+        integrity_check(path)
+
+
+# Whether each text holds CJK (migration 0003's ranges): the trigram index's rows. The
+# triggers rule text out with cheaper questions first (migration 0023); these are the
+# texts each of those questions lets through or stops.
+MIXED = {
+    "plain ascii words": False,
+    "café — it’s naïve": False,
+    "party 🎉 time": False,
+    "\u3000 an ideographic space, \uff21 a fullwidth A": False,
+    "naïve 東京 trip": True,
+    "🎉東京タワー": True,
+    "한국어 text": True,
+    "ひらがな only": True,
+    "\U00020000 an extension-B ideograph": True,
+}
+
+
+def trigram_rows(path: Path) -> set[int]:
+    with sqlite3.connect(path) as conn:
+        return {row[0] for row in conn.execute("SELECT id FROM messages_trigram_docsize")}
+
+
+async def test_the_trigram_index_holds_exactly_the_messages_with_cjk(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    texts = list(MIXED)
+    async with _migrated(f"sqlite:///{path}") as db:
+        added = [await add(db, "s-alice", text) for text in texts]
+        await index_queued(db)
+        assert trigram_rows(path) == {i for i, t in zip(added, texts, strict=True) if MIXED[t]}
+        # Indexed rows edited into the other kind of text, then half of them deleted.
+        edited = texts[4:] + texts[:4]
+        async with db.begin() as conn:
+            for message_id, text in zip(added, edited, strict=True):
+                stmt = update(messages).where(messages.c.id == message_id).values(content=text)
+                await conn.execute(stmt)
+        assert trigram_rows(path) == {i for i, t in zip(added, edited, strict=True) if MIXED[t]}
+        async with db.begin() as conn:
+            await conn.execute(delete(messages).where(messages.c.id.in_(added[::2])))
+        kept = {i for i, t in zip(added, edited, strict=True) if MIXED[t] and i not in added[::2]}
+        assert trigram_rows(path) == kept
+        tokyo = [i for i, t in zip(added, edited, strict=True) if "東京" in t and i in kept]
+        assert await ids(db, "東京タワー", ALL) == tokyo
         integrity_check(path)
 
 
