@@ -19,6 +19,17 @@ from sqlalchemy.engine import Connection
 Params = Mapping[str, Any]
 
 
+def _null(value: None) -> None:
+    return value
+
+
+# The stdlib driver binds int, float and str as they are, but sends every other value,
+# None (SQL NULL) included, through its adapter lookup, which on a miss formats and drops
+# an AttributeError: about a third of the writer's binding work, a turn binds some sixty
+# NULLs. A registered adapter for None is found at once and binds the same NULL.
+sqlite3.register_adapter(type(None), _null)
+
+
 class Tx(Protocol):
     """A transaction in progress."""
 
