@@ -168,6 +168,10 @@ class WebhookAdapter:
             summary="Send a chat message to the agent",
             tags=["webhook"],
         )
+        # First in the list: routes are tried in order, and the documentation and health
+        # routes before it cost every message a match each (no other route's path can
+        # match ``/webhook/{route}``, so the order changes nothing else).
+        app.router.routes.insert(0, app.router.routes.pop())
         app.add_api_route(
             # ``:path``: a chat id may hold a ``/``, sent as ``%2F`` and decoded before
             # routing.
