@@ -132,7 +132,7 @@ async def test_the_trigram_index_holds_exactly_the_messages_with_cjk(tmp_path: P
         added = [await add(db, "s-alice", text) for text in texts]
         await index_queued(db)
         assert trigram_rows(path) == {i for i, t in zip(added, texts, strict=True) if MIXED[t]}
-        # Indexed rows edited into the other kind of text, then half of them deleted.
+        # Indexed rows edited to another text (most to the other kind), half then deleted.
         edited = texts[4:] + texts[:4]
         async with db.begin() as conn:
             for message_id, text in zip(added, edited, strict=True):

@@ -25,8 +25,9 @@ def _null(value: None) -> None:
 
 # The stdlib driver binds int, float and str as they are, but sends every other value,
 # None (SQL NULL) included, through its adapter lookup, which on a miss formats and drops
-# an AttributeError: about a third of the writer's binding work, a turn binds some sixty
-# NULLs. A registered adapter for None is found at once and binds the same NULL.
+# an AttributeError. A turn binds some sixty NULLs; with an adapter registered for None
+# the lookup hits at once and binds the same NULL (an insert of five: 4.5 -> 1.9 us).
+# Registered at import, for every sqlite3 connection of the process.
 sqlite3.register_adapter(type(None), _null)
 
 
