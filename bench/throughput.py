@@ -13,8 +13,8 @@ and the rows it left in ``state.db`` (every message really written).
 rather than at saturation). ``--client httpx`` uses httpx instead of the raw
 keep-alive client (httpx is itself the bottleneck: ~500 msgs/s on this machine).
 For finding the hot path: ``--profile-out FILE`` runs the gateway under cProfile,
-``--wrap 'py-spy record ... --'`` prefixes its command (see ``bench.stack_summary``;
-with ``--only``, as the bare app's too: ``bench.instructions`` counts both).
+``--wrap 'py-spy record ... --'`` prefixes its command (see ``bench.stack_summary``)
+and the bare app's alike, so use it with ``--only`` (``bench.instructions`` does).
 
 Loopback only; every loop is bounded; servers are stopped on exit and on CTRL-C.
 """
