@@ -3,7 +3,7 @@
 On a shared 2-CPU machine, msgs/s and CPU ms per message from ``bench/throughput.py``
 move 15-30 % between identical runs, which hides any change smaller than that. This
 runs the same load with the server under valgrind's callgrind, which counts the
-instructions the server executes: two runs of the same build agree to about 0.2 %.
+instructions the server executes: two runs of the same build agree to within 0.5 %.
 
 The server is run twice, with ``--small`` and ``--large`` measured messages (the same
 warm-up), and the difference is divided by the difference in messages, so start-up,
