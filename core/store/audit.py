@@ -17,14 +17,13 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.store.audit_schema import audit, audit_who
-from core.store.tx import Tx, insert_sql
+from core.store.tx import Tx, greedy_chunks, insert_sql
 from core.store.writer import Writer
 
 _INSERT = insert_sql("audit", ("at", "event", "turn_id", "who_id", "message_id", "detail"))
 _WHO_PARTS = ("platform", "chat_key", "person", "session_id")
 _FIND_WHO = f"SELECT id, digest, {', '.join(_WHO_PARTS)} FROM audit_who WHERE digest IN"
-# Digests looked up at once: a batch's keys are cut greedily into these, so the lookup
-# has few spellings in the statement cache and one statement finds up to 64 rows.
+# Digests looked up at once (``greedy_chunks``): one statement finds up to 64 rows.
 _LOOKUPS = (64, 8, 1)
 _ADD_WHO = insert_sql("audit_who", ("digest", *_WHO_PARTS), " RETURNING id")
 # Who rows no event points at any more (after a prune): one ``ix_audit_who`` probe each.
@@ -59,13 +58,10 @@ def who_ids(tx: Tx, keys: Sequence[WhoKey]) -> dict[WhoKey, int | None]:
     ids: dict[WhoKey, int | None] = {_NOBODY: None}
     digests = {key: who_digest(key) for key in dict.fromkeys(keys) if key != _NOBODY}
     found: dict[int, dict[str, Any]] = {}
-    pending = list(set(digests.values()))
-    for size in _LOOKUPS:
-        while len(pending) >= size:
-            chunk, pending = pending[:size], pending[size:]
-            marks = ", ".join(f":d{i}" for i in range(size))
-            args = {f"d{i}": digest for i, digest in enumerate(chunk)}
-            found.update((row["digest"], row) for row in tx.fetch(f"{_FIND_WHO} ({marks})", args))
+    for chunk in greedy_chunks(list(set(digests.values())), _LOOKUPS):
+        marks = ", ".join(f":d{i}" for i in range(len(chunk)))
+        args = {f"d{i}": digest for i, digest in enumerate(chunk)}
+        found.update((row["digest"], row) for row in tx.fetch(f"{_FIND_WHO} ({marks})", args))
     taken = set(found)  # digests a row has: a newcomer with one of them goes without
     for key, digest in digests.items():
         row = found.get(digest)

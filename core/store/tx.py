@@ -9,14 +9,15 @@ SQLAlchemy's connection, inside ``run_sync``). JSON columns are passed as JSON t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.engine import Connection
 
 Params = Mapping[str, Any]
+T = TypeVar("T")
 
 
 def _null(value: None) -> None:
@@ -70,15 +71,9 @@ class SqliteTx:
         head, names = shape
         # An older SQLite takes 999 parameters a statement, a newer one 32,766 or more.
         most = self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(names)
-        done = 0
-        for size in _CHUNKS:
-            if size > most and size > 1:
-                continue
-            while len(rows) - done >= size:
-                chunk = rows[done : done + size]
-                values = [row[name] for row in chunk for name in names]
-                self._conn.execute(_rows_sql(head, len(names), size), values)
-                done += size
+        for chunk in greedy_chunks(rows, [s for s in _CHUNKS if s <= most or s == 1]):
+            values = [row[name] for row in chunk for name in names]
+            self._conn.execute(_rows_sql(head, len(names), len(chunk)), values)
 
     def scalar(self, sql: str, params: Params) -> Any:
         row = self._conn.execute(sql, params).fetchone()
@@ -91,6 +86,16 @@ class SqliteTx:
 
     def messages_added(self, count: int) -> None:
         self.added_messages += count
+
+
+def greedy_chunks(items: Sequence[T], sizes: Sequence[int]) -> Iterator[Sequence[T]]:
+    """``items`` in order, cut into pieces of the largest of ``sizes`` (descending, the
+    last 1) that still fits: a statement per piece has only a few spellings."""
+    done = 0
+    for size in sizes:
+        while len(items) - done >= size:
+            yield items[done : done + size]
+            done += size
 
 
 # Rows a multi-row INSERT takes at once: a batch of N rows is cut greedily into these,
