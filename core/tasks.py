@@ -39,8 +39,32 @@ class TaskSet:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
+        """Cancel every task and wait until they have finished.
+
+        With ``grace`` (seconds) the wait is bounded: a task still running that long
+        after its cancellation is cancelled once more (a library may swallow one
+        cancellation in its own cleanup), and one still running after a second
+        ``grace`` is left behind with a warning that names it, rather than holding up
+        whatever is closing (a gateway's shutdown) forever.
+        """
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if grace is None or not tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        if pending:
+            log.warning(
+                "%s still running %g s after cancellation, cancelling again", _names(pending), grace
+            )
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=grace)
+        if pending:
+            log.error("%s did not stop after two cancellations; left behind", _names(pending))
+
+
+def _names(tasks: set[asyncio.Task[Any]]) -> str:
+    return "background task(s) " + ", ".join(sorted(t.get_name() for t in tasks))

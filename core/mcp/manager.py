@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 BackoffFactory = Callable[[], Backoff]
 # A failed attempt may still be stopping its subprocess when its timeout has run out.
 SETTLE_GRACE_SECONDS = 5.0
+# How long stopping waits for each server's task after cancelling it (twice at most);
+# the SDK's stdio transport gives a server 2 s to exit before it terminates it.
+STOP_GRACE_SECONDS = 5.0
 
 
 def default_backoff() -> Backoff:
@@ -139,7 +142,9 @@ class McpManager:
                 self._tasks.spawn(conn.run(), name=config.name)
 
     async def _stop(self) -> None:
-        await self._tasks.close()
+        # Bounded: a transport that never finishes its cleanup (a stdio server whose
+        # child keeps the pipes open) must not hold the gateway's shutdown forever.
+        await self._tasks.close(grace=STOP_GRACE_SECONDS)
         for server in list(self._names):
             self._drop(server)
         self._servers.clear()
