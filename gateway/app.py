@@ -13,7 +13,9 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.telemetry import TelemetryConfig
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp
 
+from adapters.direct_route import DirectRoutes, direct_routes
 from core.clock import Clock, SystemClock
 from core.errors import StoreError, StoreUnavailable
 from core.models.base import ModelClient
@@ -79,7 +81,7 @@ def create_app(
 
     # FastAPI's own OpenTelemetry hooks stay off: chatgate traces turns itself
     # (gateway.otel), and the hooks' per-request provider checks cost ~2 % of a turn.
-    app = FastAPI(title="chatgate", version="0.1.0", lifespan=lifespan, telemetry=NO_TELEMETRY)
+    app = GatewayApp(title="chatgate", version="0.1.0", lifespan=lifespan, telemetry=NO_TELEMETRY)
     for spec, adapter in zip(specs, adapters, strict=True):
         if spec.mounts_routes:
             adapter.install(app)
@@ -87,6 +89,15 @@ def create_app(
     http_errors.install(app)
     app.add_exception_handler(ClientDisconnect, _client_gone)
     return app
+
+
+class GatewayApp(FastAPI):
+    """FastAPI, with the platforms' message routes (``DirectRoute``) served in front of
+    its middleware stack (``adapters.direct_route``)."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        # Built on the first request, once every adapter has installed its routes.
+        return DirectRoutes(super().build_middleware_stack(), direct_routes(self.router.routes))
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:

@@ -21,15 +21,15 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
-from fastapi.routing import APIRoute
 
+from adapters.direct_route import DirectRoute
 from adapters.webhook.approvals import ApprovalRoute
 from adapters.webhook.auth import (
     PREFIX,
@@ -106,19 +106,6 @@ class WebhookOptions:
     fetch_private_urls: bool = False
 
 
-class DirectRoute(APIRoute):
-    """A documented route whose endpoint takes the ``Request`` and returns a ``Response``.
-
-    It appears in the OpenAPI schema like any route, but FastAPI's per-request
-    parameter solving and response serialization are skipped: the endpoint reads and
-    validates everything itself. For the hot path only (bench: +10-15% turns/s).
-    """
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
-        return handler
-
-
 class WebhookAdapter:
     """Pull adapter for HTTP webhooks; see the module docstring."""
 
@@ -168,10 +155,6 @@ class WebhookAdapter:
             summary="Send a chat message to the agent",
             tags=["webhook"],
         )
-        # First in the list: routes are tried in order, and the documentation and health
-        # routes before it cost every message a match each (no other route's path can
-        # match ``/webhook/{route}``, so the order changes nothing else).
-        app.router.routes.insert(0, app.router.routes.pop())
         app.add_api_route(
             # ``:path``: a chat id may hold a ``/``, sent as ``%2F`` and decoded before
             # routing.
