@@ -12,9 +12,10 @@ split into its main thread (the event loop) and the others (the SessionDB writer
 checkpoints), and for the bare FastAPI app (``bench/bare_app.py``) with ``--bare``.
 Their ratio is what the throughput goal compares on one core, without the noise.
 
-    .venv/bin/python bench/instructions.py [--small 300] [--large 1300] [--bare]
+    .venv/bin/python bench/instructions.py [--small 300] [--large 1300] [--bare] [--keep DIR]
 
-Each run takes about a minute (callgrind is ~50x slower than the bare CPU).
+Each run takes about a minute (callgrind is ~50x slower than the bare CPU). ``--keep``
+leaves callgrind's files (one per thread) for ``callgrind_annotate``.
 A/B two builds by running this in each checkout (``git worktree``) and comparing.
 """
 
