@@ -26,7 +26,9 @@ def make_app() -> GatewayApp:
         route = request.path_params["route"]
         return JSONResponse({"route": route, "body": body.decode()})
 
-    app.router.add_api_route("/hot/{route}", hot, route_class_override=DirectRoute, methods=["POST"])
+    app.router.add_api_route(
+        "/hot/{route}", hot, route_class_override=DirectRoute, methods=["POST"]
+    )
 
     @app.get("/hot/{route}/cold")
     async def cold(route: str) -> dict[str, str]:
