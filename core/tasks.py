@@ -45,7 +45,7 @@ class TaskSet:
         With ``grace`` (seconds) the wait is bounded: a task still running that long
         after its cancellation is cancelled once more (a library may swallow one
         cancellation in its own cleanup), and one still running after a second
-        ``grace`` is left behind with a warning that names it, rather than holding up
+        ``grace`` is left behind, named in an error logged, rather than holding up
         whatever is closing (a gateway's shutdown) forever.
         """
         tasks = list(self._tasks)
