@@ -9,6 +9,11 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# How long ``close`` waits, twice at most, for a task that runs a library's I/O (an MCP
+# transport, a platform's connection): long enough for a polite close (the MCP SDK gives
+# a stdio server 2 s to exit), short enough that a stop never seems to hang.
+LIBRARY_STOP_GRACE_SECONDS = 5.0
+
 
 class TaskSet:
     """Owns background tasks until they finish; ``close`` cancels and awaits the rest."""

@@ -46,7 +46,7 @@ from core.ledger import DeliveryLedger
 from core.media.store import MediaStore
 from core.messages import OutboundMessage
 from core.retry import Backoff
-from core.tasks import TaskSet
+from core.tasks import LIBRARY_STOP_GRACE_SECONDS, TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class DiscordAdapter:
         self.healthy = False
         # Our tasks first: a connection cancelled mid-read closes quietly, where one
         # closed under discord.py would dispatch events to a client already gone.
-        await self._tasks.close()
+        await self._tasks.close(grace=LIBRARY_STOP_GRACE_SECONDS)  # bounded: see core.tasks
         self._client.retire()
         with contextlib.suppress(asyncio.CancelledError):  # a close already under way
             await self._client.close()

@@ -57,7 +57,7 @@ from core.ledger import DeliveryLedger
 from core.media.store import MediaStore
 from core.messages import Attachment, InboundMessage, OutboundMessage
 from core.retry import Backoff
-from core.tasks import TaskSet
+from core.tasks import LIBRARY_STOP_GRACE_SECONDS, TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class TelegramAdapter:
 
     async def stop(self) -> None:
         self.healthy = False
-        await self._tasks.close()
+        await self._tasks.close(grace=LIBRARY_STOP_GRACE_SECONDS)  # bounded: see core.tasks
         try:
             await self._bot.shutdown()
         except TelegramError as exc:

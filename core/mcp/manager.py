@@ -24,7 +24,7 @@ from core.mcp.servers import ServerConfig, State, Transport
 from core.mcp.tool import McpTool
 from core.models.base import ToolSpec
 from core.retry import Backoff
-from core.tasks import TaskSet
+from core.tasks import LIBRARY_STOP_GRACE_SECONDS, TaskSet
 from core.tools import ToolRegistry
 
 if TYPE_CHECKING:  # the connection imports the MCP SDK (~0.4 s): only a server needs it
@@ -35,9 +35,6 @@ log = logging.getLogger(__name__)
 BackoffFactory = Callable[[], Backoff]
 # A failed attempt may still be stopping its subprocess when its timeout has run out.
 SETTLE_GRACE_SECONDS = 5.0
-# How long stopping waits for each server's task after cancelling it (twice at most);
-# the SDK's stdio transport gives a server 2 s to exit before it terminates it.
-STOP_GRACE_SECONDS = 5.0
 
 
 def default_backoff() -> Backoff:
@@ -144,7 +141,7 @@ class McpManager:
     async def _stop(self) -> None:
         # Bounded: a transport that never finishes its cleanup (a stdio server whose
         # child keeps the pipes open) must not hold the gateway's shutdown forever.
-        await self._tasks.close(grace=STOP_GRACE_SECONDS)
+        await self._tasks.close(grace=LIBRARY_STOP_GRACE_SECONDS)
         for server in list(self._names):
             self._drop(server)
         self._servers.clear()
