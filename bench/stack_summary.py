@@ -1,9 +1,10 @@
 """Summarise a py-spy ``--format raw`` profile: where the gateway's samples went.
 
-Record one through the benchmark, then read it:
+Record one through the benchmark (py-spy is not a project dependency: ``pip install
+py-spy``), then read it:
 
     .venv/bin/python bench/throughput.py --only gateway \\
-        --wrap ".venv/bin/py-spy record --rate 250 --threads --format raw -o /tmp/gw.txt --"
+        --wrap "py-spy record --rate 250 --threads --format raw -o /tmp/gw.txt --"
     .venv/bin/python bench/stack_summary.py /tmp/gw.txt
 
 Prints samples per thread, per library (by the leaf frame's file), the functions
