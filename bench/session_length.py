@@ -2,12 +2,15 @@
 
 Starts ``bench.fake_model`` (an OpenAI-compatible model that answers in one write) and
 the real gateway (``chatgate run``, the ``openai`` provider pointed at the fake, a
-temporary ``CHATGATE_HOME``), both on 127.0.0.1. For each length N one fresh chat is
-filled to N turns through the webhook, then ``--turns`` more turns are measured one
-after the other: the gateway's process CPU per turn, and the p50/p99 of the webhook
-round trip. Printed figures, not a timed test.
+temporary ``CHATGATE_HOME``), both on 127.0.0.1. One chat per length N is filled to N
+turns through the webhook; then ``--turns`` more turns per chat are measured one after
+the other, in ``--blocks`` blocks that take the chats in turn (forward, then backward,
+then forward again), so a machine that speeds up or slows down during the run weighs on
+every length alike instead of on whichever came first. For each length: the gateway's
+process CPU per turn (background reviews included: one is due every 10 turns) and the
+p50/p99 of the webhook round trip. Printed figures, not a timed test.
 
-    .venv/bin/python bench/session_length.py [--lengths 50,200,500,1000] [--turns 60]
+    .venv/bin/python bench/session_length.py [--lengths 50,200,500,1000] [--turns 500]
 
 Goals (issue 19): at most 2.5 ms CPU per turn at 50 prior turns; at 1,000 prior turns
 at most 1.3 times the 50-turn figure.
@@ -20,7 +23,7 @@ import asyncio
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +62,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=500,
         help="measured turns per length (fewer read high and vary more)",
     )
+    parser.add_argument(
+        "--blocks",
+        type=int,
+        default=10,
+        help="measure each length in this many blocks, the lengths taken in turn",
+    )
     parser.add_argument("--wrap", default="", help="prefix for the gateway command (py-spy)")
     parser.add_argument("--keep", action="store_true", help="keep CHATGATE_HOME")
     add_settings_option(parser)
@@ -85,19 +94,56 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] * 1000.0
 
 
-async def measure_level(gateway: ServerProcess, chat: int, prior: int, turns: int) -> Level:
+@dataclass(slots=True)
+class _Chat:
+    """One length's chat: its number, prior turns, the next message and what it measured."""
+
+    number: int
+    prior: int
+    sent: int
+    cpu: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+    def level(self) -> Level:
+        turns = len(self.latencies)
+        return Level(
+            self.prior,
+            1000.0 * self.cpu / turns,
+            _percentile(self.latencies, 0.5),
+            _percentile(self.latencies, 0.99),
+        )
+
+
+def block_order(count: int, blocks: int) -> list[int]:
+    """Indexes of ``count`` chats, visited ``blocks`` times: forward, backward, forward."""
+    order: list[int] = []
+    for block in range(blocks):
+        chats = range(count)
+        order.extend(chats if block % 2 == 0 else reversed(chats))
+    return order
+
+
+async def measure_levels(
+    gateway: ServerProcess, lengths: list[int], turns: int, blocks: int, first_chat: int = 0
+) -> list[Level]:
     target = Target("gateway", HOST, gateway.port)
     poster = RawPoster(HOST, gateway.port)
+    chats = [_Chat(first_chat + i, prior, prior) for i, prior in enumerate(lengths)]
     try:
-        await _turns(poster, target, chat, 0, prior)
-        before = gateway.cpu_seconds()
-        latencies = await _turns(poster, target, chat, prior, turns)
-        cpu = gateway.cpu_seconds() - before
+        for chat in chats:
+            await _turns(poster, target, chat.number, 0, chat.prior)
+        blocks = max(1, min(blocks, turns))
+        for block, index in enumerate(block_order(len(chats), blocks)):
+            chat = chats[index]
+            # Spread ``turns`` over the blocks, the remainder to the first ones.
+            count = turns // blocks + (1 if block // len(chats) < turns % blocks else 0)
+            before = gateway.cpu_seconds()
+            chat.latencies += await _turns(poster, target, chat.number, chat.sent, count)
+            chat.cpu += gateway.cpu_seconds() - before
+            chat.sent += count
     finally:
         await poster.aclose()
-    return Level(
-        prior, 1000.0 * cpu / turns, _percentile(latencies, 0.5), _percentile(latencies, 0.99)
-    )
+    return [chat.level() for chat in chats]
 
 
 def run(home: Path, args: argparse.Namespace) -> list[Level]:
@@ -123,13 +169,15 @@ def run(home: Path, args: argparse.Namespace) -> list[Level]:
     )
     lengths = [int(n) for n in args.lengths.split(",")]
     with model, gateway, asyncio.Runner() as runner:
-        runner.run(measure_level(gateway, 10_000, 5, 20))  # warm-up: imports, first session
-        return [runner.run(measure_level(gateway, i, n, args.turns)) for i, n in enumerate(lengths)]
+        # Warm-up: imports, the first session.
+        runner.run(measure_levels(gateway, [5], 20, 1, first_chat=10_000))
+        return runner.run(measure_levels(gateway, lengths, args.turns, args.blocks))
 
 
 def report(levels: list[Level], turns: int) -> None:
     print(
-        f"\n{turns} measured turns per length, one chat, one turn at a time, {os.cpu_count()} CPUs"
+        f"\n{turns} measured turns per length, one chat each, one turn at a time, "
+        f"the chats taken in turn, {os.cpu_count()} CPUs"
     )
     print(f"{'prior turns':>11} {'cpu ms/turn':>12} {'p50 ms':>8} {'p99 ms':>8}")
     for level in levels:
