@@ -9,7 +9,9 @@ and the rows it left in ``state.db`` (every message really written).
 
     .venv/bin/python bench/throughput.py [--messages N] [--chats C] [--warmup W]
 
-``--rate R`` paces the measured phase at R msgs/s offered (latency at a given load
+``--rounds K`` repeats the comparison K times, each round with a fresh gateway and bare
+app and the order swapped every round, and prints the median ratio: on a shared machine
+one pair moves 15–30 %. ``--rate R`` paces the measured phase at R msgs/s offered (latency at a given load
 rather than at saturation). ``--client httpx`` uses httpx instead of the raw
 keep-alive client (httpx is itself the bottleneck: ~500 msgs/s on this machine).
 For finding the hot path: ``--profile-out FILE`` runs the gateway under cProfile,
@@ -28,6 +30,7 @@ import re
 import shlex
 import signal
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -111,14 +114,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="",
         help="command to prefix each server with, e.g. 'py-spy record ... --' (with --only)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat the whole comparison, each round a fresh gateway and bare app, the "
+        "order swapped every round; prints each round and the median ratio",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary CHATGATE_HOME")
     add_settings_option(parser)
     parser.add_argument(
         "--secret", help="run the gateway with this webhook secret and sign every request"
     )
     args = parser.parse_args(argv)
-    if args.messages < 1 or args.chats < 1 or args.warmup < 0:
-        parser.error("--messages and --chats must be >= 1, --warmup >= 0")
+    if args.messages < 1 or args.chats < 1 or args.warmup < 0 or args.rounds < 1:
+        parser.error("--messages, --chats and --rounds must be >= 1, --warmup >= 0")
     return args
 
 
@@ -330,25 +340,46 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
-    gateway: tuple[Measured, GatewayFacts] | None = None
-    bare: Measured | None = None
+    ratios: list[float] = []
     try:
-        with (
-            bench_home(args.keep) as home,
-            asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner,
-        ):
-            if args.only in ("both", "gateway"):
-                gateway = bench_gateway(home, runner.run, args)
-            if args.only in ("both", "bare"):
-                bare = bench_bare(home, runner.run, args)
+        with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
+            for number in range(args.rounds):
+                if args.rounds > 1:
+                    print(f"\n== round {number + 1} of {args.rounds}")
+                gateway, bare = one_round(runner.run, args, swapped=number % 2 == 1)
+                report(args, gateway, bare)
+                if gateway is not None and bare is not None:
+                    ratios.append(gateway[0].load.per_second / bare.load.per_second)
     except (LoadError, ServerError) as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted; servers stopped", file=sys.stderr)
         return 130
-    report(args, gateway, bare)
+    if len(ratios) > 1:
+        shown = ", ".join(f"{r:.3f}" for r in ratios)
+        print(
+            f"\nratio gateway/bare msgs/s by round: {shown}; "
+            f"median {statistics.median(ratios):.3f}  (goal >= {GOAL_RATIO})"
+        )
     return 0
+
+
+def one_round(
+    run: Runner[LoadResult], args: argparse.Namespace, *, swapped: bool
+) -> tuple[tuple[Measured, GatewayFacts] | None, Measured | None]:
+    """The gateway (in a fresh home) and the bare app, one after the other: the bare app
+    first when ``swapped``, so that over rounds neither always runs first."""
+    gateway: tuple[Measured, GatewayFacts] | None = None
+    bare: Measured | None = None
+    with bench_home(args.keep) as home:
+        if swapped and args.only in ("both", "bare"):
+            bare = bench_bare(home, run, args)
+        if args.only in ("both", "gateway"):
+            gateway = bench_gateway(home, run, args)
+        if not swapped and args.only in ("both", "bare"):
+            bare = bench_bare(home, run, args)
+    return gateway, bare
 
 
 if __name__ == "__main__":
