@@ -11,9 +11,10 @@ and the rows it left in ``state.db`` (every message really written).
 
 ``--rounds K`` repeats the comparison K times, each round with a fresh gateway and bare
 app and the order swapped every round, and prints the median ratio: on a shared machine
-one pair moves 15–30 %. ``--rate R`` paces the measured phase at R msgs/s offered (latency at a given load
-rather than at saturation). ``--client httpx`` uses httpx instead of the raw
-keep-alive client (httpx is itself the bottleneck: ~500 msgs/s on this machine).
+one pair moves 15–30 %. ``--rate R`` paces the measured phase at R msgs/s offered
+(latency at a given load rather than at saturation). ``--client httpx`` uses httpx
+instead of the raw keep-alive client (httpx is itself the bottleneck: ~500 msgs/s on
+this machine).
 For finding the hot path: ``--profile-out FILE`` runs the gateway under cProfile,
 ``--wrap 'py-spy record ... --'`` prefixes its command (see ``bench.stack_summary``)
 and the bare app's alike, so use it with ``--only`` (``bench.instructions`` does).
