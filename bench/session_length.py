@@ -96,13 +96,17 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 @dataclass(slots=True)
 class _Chat:
-    """One length's chat: its number, prior turns, the next message and what it measured."""
+    """One length's chat: its number, prior turns and what its measured turns took."""
 
     number: int
     prior: int
-    sent: int
     cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
+
+    @property
+    def sent(self) -> int:
+        """Messages this chat has sent: the next one's sequence number."""
+        return self.prior + len(self.latencies)
 
     def level(self) -> Level:
         turns = len(self.latencies)
@@ -128,7 +132,7 @@ async def measure_levels(
 ) -> list[Level]:
     target = Target("gateway", HOST, gateway.port)
     poster = RawPoster(HOST, gateway.port)
-    chats = [_Chat(first_chat + i, prior, prior) for i, prior in enumerate(lengths)]
+    chats = [_Chat(first_chat + i, prior) for i, prior in enumerate(lengths)]
     try:
         for chat in chats:
             await _turns(poster, target, chat.number, 0, chat.prior)
@@ -140,7 +144,6 @@ async def measure_levels(
             before = gateway.cpu_seconds()
             chat.latencies += await _turns(poster, target, chat.number, chat.sent, count)
             chat.cpu += gateway.cpu_seconds() - before
-            chat.sent += count
     finally:
         await poster.aclose()
     return [chat.level() for chat in chats]

@@ -274,9 +274,14 @@ def report(
         report_gateway(args, gateway[1])
 
 
+def msgs_ratio(gateway: Measured, bare: Measured) -> float:
+    """The gateway's messages per second over the bare app's: the throughput goal."""
+    return gateway.load.per_second / bare.load.per_second
+
+
 def report_comparison(measured: Measured, bare_measured: Measured) -> None:
     gateway, bare = measured.load, bare_measured.load
-    ratio = gateway.per_second / bare.per_second
+    ratio = msgs_ratio(measured, bare_measured)
     added = gateway.percentile_ms(0.5) - bare.percentile_ms(0.5)
     print(f"ratio gateway/bare msgs/s: {ratio:.3f}  (goal >= {GOAL_RATIO})")
     gateway_cpu = measured.cpu_ms_per_message()
@@ -350,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                 gateway, bare = one_round(runner.run, args, swapped=number % 2 == 1)
                 report(args, gateway, bare)
                 if gateway is not None and bare is not None:
-                    ratios.append(gateway[0].load.per_second / bare.load.per_second)
+                    ratios.append(msgs_ratio(gateway[0], bare))
     except (LoadError, ServerError) as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1
