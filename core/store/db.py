@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
 
 from sqlalchemy import text
@@ -12,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from core.errors import StoreError
 from core.messages import ChatTarget, InboundMessage, OutboundFile, OutboundMessage
 from core.store import inbox as inbox_ops
-from core.store import lineage
+from core.store import lineage, queue_retention
 from core.store import outbox as outbox_ops
 from core.store import sessions as session_ops
 from core.store.approvals import ApprovalStore
@@ -24,6 +25,7 @@ from core.store.health import StoreHealth, write_probe
 from core.store.lineage_tree import LineageEntry, lineage_of
 from core.store.pairing import PairingStore
 from core.store.people.store import PeopleStore
+from core.store.queue_retention import QueuePruned
 from core.store.records import (
     Accepted,
     InboxItem,
@@ -275,3 +277,16 @@ class SessionDB:
         later: bool = False,
     ) -> None:
         await self.write(lambda c: outbox_ops.mark_delivered(c, ids, at, platform_ids), later=later)
+
+    async def prune_queue(self, before: float, limit: int = 500) -> QueuePruned:
+        """Delete the delivery queue's handled messages and sent replies older than
+        ``before`` (``core.store.queue_retention``), ``limit`` rows a transaction; how
+        many of each went."""
+        messages = replies = 0
+        for step in (queue_retention.prune_messages, queue_retention.prune_lone_replies):
+            after: int | None = 0
+            while after is not None:
+                batch = await self.write(partial(step, before=before, after=after, limit=limit))
+                messages, replies = messages + batch.messages, replies + batch.replies
+                after = batch.next_after
+        return QueuePruned(messages, replies, None)
