@@ -9,7 +9,11 @@ WAL included), then has ``--chats`` new chats send one message each over
 every chat's worker has exited and its transcript left memory
 (``chatgate_active_sessions`` and ``chatgate_cached_sessions`` 0): the second figure,
 minus the warm one, divided by the chats, is what an idle chat costs; likewise the
-database's growth per session, with the tables that grew most.
+database's growth per session, with the tables that grew most. Last, with the gateway
+stopped, the delivery queue is pruned as ``retention.queue_days`` will once the week has
+passed (``SessionDB.prune_queue``), and what an idle session costs after that is printed
+too: the pages the prune freed are shared out over every chat, warm ones included, as
+each spoke once.
 
     .venv/bin/python bench/idle_sessions.py [--chats 100000] [--concurrency 50]
 """
@@ -33,6 +37,8 @@ from bench.loadgen import RawPoster, Target, check_reply  # noqa: E402
 from bench.servers import HOST, ServerProcess, free_port  # noqa: E402
 from bench.startup import rss_mib  # noqa: E402
 from bench.throughput import gateway_argv, gateway_env, scrape  # noqa: E402
+from core.store.db import SessionDB  # noqa: E402
+from core.store.queue_retention import QueuePruned  # noqa: E402
 
 LANES_TIMEOUT_SECONDS = 120.0
 
@@ -93,6 +99,12 @@ def db_bytes(db: Path) -> tuple[int, dict[str, int]]:
     return (pages - free) * size, tables
 
 
+async def prune_queue(db_file: Path) -> QueuePruned:
+    """Delete every handled message and sent reply, as retention will after a week."""
+    async with SessionDB(f"sqlite:///{db_file}") as db:
+        return await db.prune_queue(time.time() + 1)
+
+
 def run(home: Path, args: argparse.Namespace) -> None:
     config = f"sessions:\n  idle_worker_seconds: {args.idle_worker_seconds}\n"
     (home / "config.yaml").write_text(config, encoding="utf-8")
@@ -118,6 +130,10 @@ def run(home: Path, args: argparse.Namespace) -> None:
         waited = wait_lanes_idle(server.url)
         idle = rss_mib(pid)
         idle_db, idle_tables = db_bytes(home / "state.db")
+    started = time.perf_counter()
+    pruned = asyncio.run(prune_queue(home / "state.db"))
+    pruning = time.perf_counter() - started
+    pruned_db, _ = db_bytes(home / "state.db")
     per_chat = (idle - warm) * 1024 * 1024 / args.chats
     print(f"{args.chats} chats, one turn each, at {rate:.0f} turns/s ({args.concurrency} at once)")
     print(f"RSS warm ({args.warmup} chats):       {warm:8.1f} MiB")
@@ -125,6 +141,13 @@ def run(home: Path, args: argparse.Namespace) -> None:
     print(f"RSS with every worker exited:  {idle:8.1f} MiB (after {waited:.0f} s)")
     print(f"per idle chat:                 {per_chat:8.0f} bytes")
     print(f"state.db per idle session:     {(idle_db - warm_db) / args.chats:8.0f} bytes")
+    freed = (idle_db - pruned_db) / (args.warmup + args.chats)
+    per_session = (idle_db - warm_db) / args.chats
+    print(
+        f"  once the queue is pruned:      {per_session - freed:8.0f} bytes "
+        f"({pruned.messages} handled messages, {pruned.replies} replies deleted "
+        f"in {pruning:.1f} s)"
+    )
     grown = {t: (n - warm_tables.get(t, 0)) / args.chats for t, n in idle_tables.items()}
     for table, per in sorted(grown.items(), key=lambda kv: -kv[1])[:24]:
         print(f"  {table:32} {per:8.0f} bytes a session")
