@@ -4,10 +4,11 @@ The inbox and the outbox are the gateway's delivery queue. Once a message's turn
 finished and every reply to it has gone out, their rows serve only for a while:
 a redelivery of the same message (a webhook client's retry, a platform's redelivery) is
 answered from them, a webhook client polls or downloads a reply's files through them,
-and Discord's catch-up after a restart looks at the last hour of them. The transcript
-(``messages``), the usage and the audit ledger do not depend on them. Kept for good they
-are only disk: about 480 bytes a turn. ``prune`` deletes those received (or, for a reply
-to no message, queued) before a cut-off, oldest first, a batch per transaction.
+and Discord's catch-up after a restart looks at the last ``discord.catch_up_max_age``
+of them. The transcript (``messages``), the usage and the audit ledger do not depend on
+them. Kept for good they are only disk: about 480 bytes a turn. ``prune_messages`` and
+``prune_lone_replies`` delete those received (or, for a reply to no message, queued)
+before a cut-off, oldest first, a batch per transaction.
 
 Kept whatever their age:
 
@@ -35,8 +36,10 @@ _OLDEST_INBOX = (
     "SELECT id, received_at AS at FROM inbox WHERE id > :after "
     "AND id < (SELECT max(id) FROM inbox) ORDER BY id LIMIT :limit"
 )
-_OLDEST_LONE_REPLIES = (
-    "SELECT id, created_at AS at FROM outbox WHERE id > :after AND inbox_id IS NULL "
+# Every reply, so that the scan also stops at the first young one; the lone ones among
+# them are picked by ``_SENT_LONE``.
+_OLDEST_REPLIES = (
+    "SELECT id, created_at AS at FROM outbox WHERE id > :after "
     "AND id < (SELECT max(id) FROM outbox) ORDER BY id LIMIT :limit"
 )
 _NEWEST_REPLY = "SELECT max(id) FROM outbox"
@@ -84,7 +87,7 @@ def prune_messages(tx: Tx, before: float, after: int, limit: int) -> QueuePruned
 def prune_lone_replies(tx: Tx, before: float, after: int, limit: int) -> QueuePruned:
     """Delete sent replies to no message queued before ``before``, with their files,
     among the ``limit`` oldest with an id above ``after``."""
-    upto, next_after = _old_range(tx, _OLDEST_LONE_REPLIES, before, after, limit)
+    upto, next_after = _old_range(tx, _OLDEST_REPLIES, before, after, limit)
     if upto is None:
         return QueuePruned(0, 0, None)
     args = {"after": after, "upto": upto}
