@@ -16,12 +16,15 @@ from sqlalchemy import select
 
 from core.clock import ManualClock
 from core.people.retention import Pruning, Retention
-from core.store.schema import inbox, messages, outbox
+from core.store.schema import approvals, inbox, messages, outbox
 from gateway.features.retention import RetentionFeature
 from tests.direct_sql import DirectSql
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
 from tests.postgres import postgres_database
+from tests.test_approvals_e2e import WipeTool, configure, decide, idle, paused_on, pulled
 from tests.test_cli import assert_one_line_config_error, chatgate, write_yaml
+from tests.test_webhook_e2e import rows
 
 DAY = 86_400.0
 T0 = 1_780_000_000.0
@@ -160,3 +163,29 @@ async def test_a_notice_to_no_message_goes_on_its_own_age_once_fetched(home: Pat
     # and the notice, a reply to no message, on its own.
     assert (pruned.inbox, pruned.replies) == (1, 2)
     assert after["replies"] == []
+
+
+async def test_a_message_an_approval_points_at_stays_with_its_prompt(
+    home: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    configure(home)
+    fake_openai.reply_tool_call("wipe_disk", {"path": "/srv/old"}, call_id="call_wipe")
+    fake_openai.reply_text("The old folder is gone.")
+    fake_openai.reply_text("Hello again.")
+    clock = ManualClock(T0)
+    env = fake_openai.gateway_env()
+    async with running_gateway(home, env, tools=[WipeTool()], clock=clock) as gw:
+        approval = paused_on(await gw.say("please wipe /srv/old", message_id="m1"))
+        assert (await decide(gw, approval["id"], "approve")).status_code == 200
+        await idle(gw)
+        assert "The old folder is gone." in await pulled(gw)  # nothing left to send
+        clock.advance(8 * DAY)
+        await gw.say("a week later", chat_id="c2")
+        pruned = await _retention(gw).check()
+        messages_left = await rows(gw, select(inbox.c.platform_message_id))
+        prompt = await rows(gw, select(approvals.c.prompt_outbox_id))
+        replies_left = {r.id for r in await rows(gw, select(outbox.c.id))}
+
+    assert pruned.inbox == 0
+    assert "m1" in {r.platform_message_id for r in messages_left}
+    assert prompt[0].prompt_outbox_id in replies_left
