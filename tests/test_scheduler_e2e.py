@@ -18,7 +18,7 @@ async def test_the_gateway_schedules_the_cron_look_and_the_curator_check(
     async with running_gateway(home, fake_openai.gateway_env()) as gw:
         jobs = {job.id: job for job in gw.gateway.scheduler.jobs()}
         assert gw.gateway.scheduler.running
-    assert set(jobs) == {"cron", "curator", "audit-retention"}
+    assert set(jobs) == {"cron", "curator", "audit-retention", "retention"}
     assert (jobs["cron"].every_seconds, jobs["curator"].every_seconds) == (15, 1800)
     assert all(job.next_run is not None for job in jobs.values())
 

@@ -4,11 +4,11 @@ The inbox and the outbox are the gateway's delivery queue. Once a message's turn
 finished and every reply to it has gone out, their rows serve only for a while:
 a redelivery of the same message (a webhook client's retry, a platform's redelivery) is
 answered from them, a webhook client polls or downloads a reply's files through them,
-and Discord's catch-up after a restart looks at the last ``discord.catch_up_max_age``
-of them. The transcript (``messages``), the usage and the audit ledger do not depend on
-them. Kept for good they are only disk: about 480 bytes a turn. ``prune_messages`` and
-``prune_lone_replies`` delete those received (or, for a reply to no message, queued)
-before a cut-off, oldest first, a batch per transaction.
+and a platform that reads its history again after a restart (``catch_up_max_age``) looks
+at the most recent of them. The transcript (``messages``), the usage and the audit
+ledger do not depend on them. Kept for good they are only disk: about 480 bytes a turn.
+``prune_messages`` and ``prune_lone_replies`` delete those received (or, for a reply to
+no message, queued) before a cut-off, oldest first, a batch per transaction.
 
 Kept whatever their age:
 

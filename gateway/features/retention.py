@@ -31,7 +31,7 @@ class RetentionSettings(Section):
     # Sessions ended more than this many days ago are deleted, with their search rows.
     sessions_days: float | None = Field(default=None, gt=0)
     # Handled inbox rows and sent replies older than this are deleted. At least a day:
-    # a redelivery is answered from them, and Discord's catch-up reads the last hour.
+    # a redelivery is answered from them, and a platform's catch-up reads the last hour.
     queue_days: float | None = Field(default=7, ge=1)
     check_minutes: float = Field(default=60, gt=0)
 
@@ -61,7 +61,7 @@ def build(settings: Settings) -> RetentionFeature | None:
 
 
 def _check_catch_up(settings: Settings, queue_days: float) -> None:
-    """A platform that reads its history again after a restart (Discord, for
+    """A platform that reads its history again after a restart (for its
     ``catch_up_max_age`` seconds) finds what it already handled by the inbox rows: they
     must outlive that window, or an old message would be answered twice."""
     for name in settings.platforms:
