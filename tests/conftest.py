@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.postgres import postgres_database
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -62,6 +64,17 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ):
         monkeypatch.delenv(name, raising=False)
     return path
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def database_env(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
+    """The environment that points ``chatgate`` at a fresh database of each kind: the
+    home's ``state.db``, then a PostgreSQL database of its own (``tests/postgres.py``)."""
+    if request.param == "sqlite":
+        yield {}
+        return
+    async with postgres_database() as url:
+        yield {"CHATGATE_DATABASE_URL": url}
 
 
 @pytest.fixture

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import select, text
 
 from core.store.db import SessionDB
@@ -23,7 +21,6 @@ from core.store.schema import messages, prompts, sessions
 from core.store.search.matches import SearchScope
 from tests.direct_sql import DirectSql
 from tests.gateway_server import notes_stored, running_gateway
-from tests.postgres import postgres_database
 from tests.test_cli import chatgate, cli_env
 
 NOTES = "memory:\n  provider: notes\n"
@@ -34,15 +31,6 @@ ALICE_CJK = "秘密猫咪藏在这里"
 BOB_DM = "bob keeps quokkamarble here"
 BOB_GROUP = "bob answers with marmaladeish"
 EVERYWHERE = SearchScope(platform="", chat_id="", thread_id=None, user_id="", mode="all")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def database_env(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
-    if request.param == "sqlite":
-        yield {}
-        return
-    async with postgres_database() as url:
-        yield {"CHATGATE_DATABASE_URL": url}
 
 
 async def _converse(home: Path, env: dict[str, str]) -> str:

@@ -7,7 +7,6 @@ replies cursor keeps working after a prune.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +20,12 @@ from gateway.features.retention import RetentionFeature
 from tests.direct_sql import DirectSql
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.gateway_server import RunningGateway, running_gateway
-from tests.postgres import postgres_database
 from tests.test_approvals_e2e import WipeTool, configure, decide, idle, paused_on, pulled
 from tests.test_cli import assert_one_line_config_error, chatgate, write_yaml
 from tests.test_webhook_e2e import rows
 
 DAY = 86_400.0
 T0 = 1_780_000_000.0
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def database_env(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
-    if request.param == "sqlite":
-        yield {}
-        return
-    async with postgres_database() as url:
-        yield {"CHATGATE_DATABASE_URL": url}
 
 
 def _retention(gw: RunningGateway) -> Retention:

@@ -13,12 +13,11 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]
-import pytest
 
 from migrations.runner import head_revision
 from tests.fakes.loopback import free_port
@@ -38,16 +37,6 @@ REFUSAL = "another chatgate gateway (pid {pid} on "
 Popen = subprocess.Popen[bytes]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def database(request: pytest.FixtureRequest, home: Path) -> AsyncIterator[dict[str, str]]:
-    """The environment that points ``chatgate`` at a fresh database of each kind."""
-    if request.param == "sqlite":
-        yield {}
-        return
-    async with postgres_database() as url:
-        yield {"CHATGATE_DATABASE_URL": url}
-
-
 def refusal_line(result: subprocess.CompletedProcess[str]) -> str:
     """The one line a refused ``chatgate run`` prints (and nothing else of note)."""
     assert result.returncode == 1, result.stderr
@@ -62,31 +51,31 @@ def run_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 async def test_a_second_run_on_the_same_database_is_refused_in_one_line(
-    home: Path, database: dict[str, str]
+    home: Path, database_env: dict[str, str]
 ) -> None:
-    with gateway_process(home, database) as (holder, url):
+    with gateway_process(home, database_env) as (holder, url):
         async with client_for(url) as client:
             await wait_ready(holder, client)
-            second = run_once(database)
+            second = run_once(database_env)
             still_ready = await client.get("/readyz")
 
     line = refusal_line(second)
     assert line.startswith("chatgate: " + REFUSAL.format(pid=holder.pid)), line
-    where = database.get("CHATGATE_DATABASE_URL", "state.db").rsplit("/", 1)[-1]
+    where = database_env.get("CHATGATE_DATABASE_URL", "state.db").rsplit("/", 1)[-1]
     assert where in line
     assert "replicas" in line
     assert still_ready.status_code == 200
 
 
 async def test_the_lease_is_free_after_kill_9_and_after_a_graceful_stop(
-    home: Path, database: dict[str, str]
+    home: Path, database_env: dict[str, str]
 ) -> None:
-    with gateway_process(home, database) as (first, url):
+    with gateway_process(home, database_env) as (first, url):
         async with client_for(url) as client:
             await wait_ready(first, client)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
-    with gateway_process(home, database) as (after_crash, url):
+    with gateway_process(home, database_env) as (after_crash, url):
         async with client_for(url) as client:
             await wait_ready(after_crash, client)
             answered = await client.post(
@@ -94,7 +83,7 @@ async def test_the_lease_is_free_after_kill_9_and_after_a_graceful_stop(
             )
         after_crash.send_signal(signal.SIGTERM)
         stopped = after_crash.wait(timeout=30)
-    with gateway_process(home, database) as (after_stop, url):
+    with gateway_process(home, database_env) as (after_stop, url):
         async with client_for(url) as client:
             await wait_ready(after_stop, client)  # asserts it did not exit refused
 
@@ -136,9 +125,9 @@ async def wait_for_exits(procs: list[Popen], count: int) -> list[Popen]:
 
 
 async def test_six_simultaneous_starts_one_runs_the_others_refuse(
-    home: Path, database: dict[str, str]
+    home: Path, database_env: dict[str, str]
 ) -> None:
-    with simultaneous_runs(home, database, 6) as procs:
+    with simultaneous_runs(home, database_env, 6) as procs:
         [running] = await wait_for_exits(procs, 5)
         refused = [p for p in procs if p is not running]
         codes = [p.returncode for p in refused]
