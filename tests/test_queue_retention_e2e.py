@@ -56,7 +56,7 @@ async def test_handled_messages_leave_the_queue_after_queue_days_and_the_transcr
             "/webhook/demo?wait=false", json={"chat_id": "c2", "user_id": "u2", "text": "later"}
         )
         assert queued.status_code == 202
-        await gw.gateway.core.until_idle("webhook:c2")
+        await idle(gw, "c2")
         clock.advance(6 * DAY)
         assert await _retention(gw).check() == Pruning()  # six days: nothing is old enough
         clock.advance(2 * DAY)
