@@ -140,9 +140,9 @@ def run(home: Path, args: argparse.Namespace) -> None:
     print(f"RSS after the last reply:      {loaded:8.1f} MiB")
     print(f"RSS with every worker exited:  {idle:8.1f} MiB (after {waited:.0f} s)")
     print(f"per idle chat:                 {per_chat:8.0f} bytes")
-    print(f"state.db per idle session:     {(idle_db - warm_db) / args.chats:8.0f} bytes")
-    freed = (idle_db - pruned_db) / (args.warmup + args.chats)
     per_session = (idle_db - warm_db) / args.chats
+    freed = (idle_db - pruned_db) / (args.warmup + args.chats)
+    print(f"state.db per idle session:     {per_session:8.0f} bytes")
     print(
         f"  once the queue is pruned:      {per_session - freed:8.0f} bytes "
         f"({pruned.messages} handled messages, {pruned.replies} replies deleted "
