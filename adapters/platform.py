@@ -7,7 +7,7 @@ steps of adding a platform.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
@@ -18,6 +18,7 @@ from adapters.probe import Probe
 from core.media.store import MediaStore
 from core.messages import InboundMessage
 from core.prompt.builder import CallerContext
+from core.record import record
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -66,7 +67,7 @@ class ChatPolicySettings(Section):
         return value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlatformServices:
     """What the gateway hands a platform's factory besides its settings."""
 
@@ -86,7 +87,7 @@ class PlatformServices:
         return MediaStore(self.home / "media")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlatformSpec(Generic[S]):
     """One platform, as the registry lists it. See the module docstring."""
 

@@ -8,14 +8,15 @@ token (the Bot API puts it in the path), and the doctor prints them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from core.record import record
 
 if TYPE_CHECKING:
     import httpx
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Probe:
     """One check's outcome: ok, what was found, and for a failure what to do about it."""
 

@@ -17,12 +17,12 @@ Per platform (``AccessRules``, from the platform's settings section):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from core.clock import Clock
 from core.messages import InboundMessage
 from core.pairing import Pairings
+from core.record import record
 from core.refusals import RefusalLimiter
 
 DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
@@ -34,7 +34,7 @@ REFUSAL = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AccessRules:
     """One platform's policy. The default lets everyone in and names no owner."""
 
@@ -53,7 +53,7 @@ class AccessRules:
 OPEN = AccessRules()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnedAway:
     """A message the policy kept out; ``reply`` is what to tell its sender, if anything
     (the adapter sends it, in the chat it came from)."""

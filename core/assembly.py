@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import TracebackType
 from zoneinfo import ZoneInfo
@@ -37,6 +37,7 @@ from core.people.marks import ForgetMarks
 from core.prompt.builder import PromptBuilder
 from core.push_delivery import ReplySender
 from core.rate_limit import ChatRateLimiter
+from core.record import record
 from core.router import SessionRouter
 from core.session_tools import SessionTools
 from core.sessions import CallerContextFor, SessionKeeper
@@ -60,7 +61,7 @@ from core.usage.pricing import Pricing
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CoreSettings:
     """How the core runs turns and keeps sessions."""
 

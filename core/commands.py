@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from core.messages import InboundMessage
+from core.record import record
 from core.store.records import InboxItem
 
 # What a person types as a command: ``/word`` or ``/word@botname``, then a space or the
@@ -26,7 +26,7 @@ def command_token(text: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CommandReply:
     """What a command answers, and whether it ended the chat's session."""
 
@@ -59,7 +59,7 @@ def may_approve(host: CommandHost, message: InboundMessage, approvers: Collectio
     return host.is_owner(message)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Command:
     name: str
     summary: str

@@ -10,10 +10,10 @@ The switch is one transaction: a crash leaves either the parent active or the ch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from core.models.base import ChatMessage, ModelClient, ModelRequest
+from core.record import record
 from core.store.records import NewMessage, StoredMessage
 from core.usage.attribution import attributed
 
@@ -31,14 +31,14 @@ CHARS_PER_TOKEN = 4
 NOTES_HEADING = "[Notes to keep in the summary, from the agent's memory provider:]"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompactionSettings:
     context_window: int = 128_000
     threshold: float = 0.8
     keep_recent_messages: int = 10
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Plan:
     """The transcript split into the part to summarise and the part kept verbatim."""
 

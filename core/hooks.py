@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from core.media.refs import MediaRef
 from core.memory.writes import MemoryWrite, OnMemoryWrite
 from core.messages import InboundMessage
+from core.record import record
 from core.session_state import SessionState
 from core.store.records import InboxItem, SessionRow, StoredMessage
 from core.turn import TurnResult
@@ -73,7 +74,7 @@ MEMORY_BLOCKS = 20
 EXTERNAL_BLOCKS = 30
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptBlock:
     """Text for a new session's volatile tier; ``render`` may block (it runs in a thread).
     It gets the chat's message and the names of the tools the new session is offered, so

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from core.access import AccessPolicy, TurnedAway
 from core.approvals.decision import Decided
@@ -26,6 +26,7 @@ from core.clock import Clock
 from core.commands import STOP, CommandRegistry
 from core.messages import InboundMessage, OutboundFile, OutboundMessage
 from core.rate_limit import ChatRateLimiter
+from core.record import record
 from core.router import SessionRouter
 from core.session_key import session_key
 from core.stats import CoreStats
@@ -38,7 +39,7 @@ from core.turns import TurnProcessor, Work
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionPolicy:
     """Whether members of a group chat each get their own session, per platform."""
 

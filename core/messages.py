@@ -7,17 +7,18 @@ chat delivers. Neither side sees the other's library types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from core.media.refs import MediaRef
+from core.record import record
 
 # What a platform says a file is: a photo, a voice note (recorded in the chat), an audio
 # file, a video, a document; ``file`` when it does not say (the mime type decides).
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "file"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Attachment:
     """A file that came with a message, already downloaded to ``path``."""
 
@@ -28,7 +29,7 @@ class Attachment:
     kind: AttachmentKind = "file"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InboundMessage:
     """One message from a person, normalized by its adapter.
 
@@ -59,7 +60,7 @@ class InboundMessage:
     replayed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReplyAction:
     """A button under a reply. Tapping it sends ``command`` (a chat command such as
     ``/approve 12 session``) into the chat as the person who tapped, so a tap passes the
@@ -69,7 +70,7 @@ class ReplyAction:
     command: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutboundFile:
     """A file sent with a reply (``send_file``, a spoken reply): ``id`` names it in the
     outbox (the webhook serves it at ``/webhook/{route}/files/{id}``), ``media`` is its
@@ -87,7 +88,7 @@ class OutboundFile:
         return self.media.mime
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutboundMessage:
     """One reply for a chat, as stored in the outbox (``id`` is its outbox id)."""
 
@@ -113,7 +114,7 @@ class OutboundMessage:
     preview_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChatTarget:
     """Where an unprompted message goes: a chat (and thread) on one platform.
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TypeVar
 
+from core.record import record
+
 T = TypeVar("T")
 
 Sleep = Callable[[float], Awaitable[object]]
@@ -38,7 +40,7 @@ SERVER_PAUSE_FLOOR_CAP = 60.0
 _MAX_DOUBLINGS = 64
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetryPolicy:
     """How often and how patiently to retry.
 

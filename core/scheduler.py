@@ -11,19 +11,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from core.record import record
+
 log = logging.getLogger(__name__)
 
 Check = Callable[[], Awaitable[object]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScheduledJob:
     id: str
     name: str

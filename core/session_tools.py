@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from core.models.base import ToolSpec
+from core.record import record
 from core.store.records import SessionRow
 from core.tool_policy import ToolPlace, ToolPolicy
 from core.tools import ToolRegistry
@@ -46,7 +46,7 @@ def place_of(row: SessionRow) -> ToolPlace:
     return ToolPlace(row.platform, row.chat_id, row.route)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolOffer:
     """The tools one turn sends, and which calls it refuses (module docstring)."""
 

@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
 from core.messages import InboundMessage
+from core.record import record
 
 log = logging.getLogger(__name__)
 
 TextSink = Callable[[str], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PreviewRequest:
     """What an adapter needs to open a preview: the inbox item's id and message, and the
     preview message a previous run of the same turn left (``InboxItem.preview_id``)."""

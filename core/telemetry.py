@@ -10,11 +10,12 @@ models and token counts, never a message's text.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from typing import Protocol
 
+from core.record import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class ModelCall:
     """One finished model call, for the GenAI client metrics."""
 
@@ -28,7 +29,7 @@ class ModelCall:
     cache_write_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolRun:
     """One finished tool call, for the audit ledger: ``arguments`` is the model's JSON
     text, which an implementation may digest but must never keep."""

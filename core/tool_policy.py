@@ -14,11 +14,13 @@ refused even in a session that was offered it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fnmatch import fnmatchcase
 
+from core.record import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class ToolRule:
     """One level's globs; ``allow`` None leaves the allow list to a broader level."""
 
@@ -26,7 +28,7 @@ class ToolRule:
     deny: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolPlace:
     """Where a tool would be used: the chat's platform, chat id and route."""
 
@@ -35,7 +37,7 @@ class ToolPlace:
     route: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolPolicy:
     """See the module docstring. The default allows every tool everywhere."""
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from core.media.refs import MediaRef
 from core.models.base import ToolCall, ToolSpec
+from core.record import record
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ WriteOrigin = Literal["foreground", "background_review"]
 WRITE_ORIGINS: tuple[WriteOrigin, ...] = ("foreground", "background_review")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolContext:
     """Who is calling: the session and chat a tool call belongs to, and on whose behalf.
 

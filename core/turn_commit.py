@@ -13,11 +13,11 @@ again from the start (``TurnRetry``): nothing of a turn is stored before its out
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from core.clock import Clock
 from core.errors import StoreUnavailable
 from core.messages import OutboundMessage
+from core.record import record
 from core.retry import Backoff
 from core.store.db import SessionDB
 from core.store.records import InboxItem, TurnOutcome
@@ -31,7 +31,7 @@ NOT_ANSWERED = (
 FIRST_RETRY_SECONDS = 0.05
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CommitPolicy:
     """How long a turn keeps trying to commit (``recovery:`` settings)."""
 
@@ -41,7 +41,7 @@ class CommitPolicy:
     retry_max_seconds: float = 5.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Committed:
     """What was committed (the outcome given, or the given-up notice) and its replies."""
 

@@ -11,12 +11,12 @@ valid sequence and the model knows what was and was not done.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from core.record import record
 
 _GO_ON = "Tell me to continue, or narrow the request."
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnBound:
     """A bound that stopped a turn: the line for the chat, and the result of a call it
     kept from running."""

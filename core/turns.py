@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from core import turn_limits
 from core.clock import Clock
@@ -32,6 +31,7 @@ from core.hooks import TurnHooks, TurnStart
 from core.media.intake import MediaIntake
 from core.messages import ChatTarget
 from core.outbox import Outbox
+from core.record import record
 from core.session_state import SessionState
 from core.sessions import SessionKeeper
 from core.stats import CoreStats
@@ -53,7 +53,7 @@ CRASHED = "Sorry, something went wrong on my side and this message was not answe
 GateFor = Callable[[InboxItem], CallGate]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Work:
     """An inbox item on its way through a chat's lane, with the command it invokes
     (parsed once, when it was dispatched)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from core.record import record
 from core.store.location import redacted_url
 from gateway.env_settings import env_names
 from gateway.log_privacy import REDACTED, configured_secrets
@@ -20,7 +20,7 @@ from gateway.settings import Settings
 MASK = "**********"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Row:
     """One setting: dotted key, value as text, its source, and the variables that set it."""
 

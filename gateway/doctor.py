@@ -14,12 +14,12 @@ import asyncio
 import os
 import shutil
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from adapters.probe import Probe
 from core.errors import ConfigError, StoreError
+from core.record import record
 from core.store.location import redacted_url
 from core.store.schema_probe import schema_state
 from gateway import platforms
@@ -32,7 +32,7 @@ from gateway.settings import Settings
 MIN_FREE_BYTES = 100 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Check:
     """One row of the doctor's table."""
 

@@ -19,18 +19,18 @@ from __future__ import annotations
 import json
 import types
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
 from core.errors import ConfigError
+from core.record import record
 from gateway.settings import CORE_ENV, Settings
 
 PREFIX = "CHATGATE_"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EnvValue:
     """One setting the environment sets: its dotted key, the variable, the value read."""
 

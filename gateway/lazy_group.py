@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
+
+from core.record import record
 
 if TYPE_CHECKING:
     # typer 0.29 ships its own click; its Group is what TyperGroup extends.
     from typer import _click
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LazyCommand:
     """A command (or group) found as ``attr`` of ``module``: a ``typer.Typer``."""
 

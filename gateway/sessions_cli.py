@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 
@@ -19,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from core.record import record
 from core.search.sanitize import parse_query
 from core.session_tools import thaw
 from core.store.db import SessionDB
@@ -59,7 +59,7 @@ SHOW_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Hit:
     """A search match with the text of its message."""
 

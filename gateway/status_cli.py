@@ -10,7 +10,6 @@ gateway answers on its port (``gateway.status_live`` reads its ``/metrics``).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import typer
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from core.record import record
 from core.store.cron import CronJob
 from core.store.db import SessionDB
 from core.store.location import redacted_url
@@ -49,7 +49,7 @@ def status(as_json: JsonFlag = False) -> None:
         _print(report)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JobLine:
     """One scheduler job; ``next_run`` is a time, or words such as ``per session``."""
 
@@ -59,7 +59,7 @@ class JobLine:
     notes: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Report:
     home: str
     database: str

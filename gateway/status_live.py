@@ -9,11 +9,10 @@ configuration and the database say.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from core.record import record
 from gateway.settings import Settings
 
 # A gateway on this machine answers at once; a dead port refuses at once.
@@ -22,7 +21,7 @@ TIMEOUT_SECONDS = 2.0
 _LOOPBACK = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LiveServer:
     connected: bool
     tools: int

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import aiohttp
@@ -45,6 +45,7 @@ from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.media.store import MediaStore
 from core.messages import OutboundMessage
+from core.record import record
 from core.retry import Backoff
 from core.tasks import LIBRARY_STOP_GRACE_SECONDS, TaskSet
 
@@ -62,7 +63,7 @@ RECONNECT_MAX_SECONDS = 60.0
 LIVE_HOLD_SECONDS = 10.0  # the longest a live message waits for the catch-up
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DiscordOptions:
     """The adapter's settings, mapped from ``discord:`` in the gateway config."""
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -35,6 +34,7 @@ import discord
 from adapters.discord.messages import Access
 from core.errors import CatchUpIncomplete
 from core.inbox import Inbox
+from core.record import record
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Ingest(Protocol):
     def __call__(self, message: discord.Message, *, live: bool) -> Awaitable[None]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Scope:
     """How far back to read, and who may talk (which says where to look)."""
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import discord
+
+from core.record import record
 
 CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
@@ -33,7 +35,7 @@ _ROLE_MENTION = re.compile(r"<@&(\d+)>")
 _CHANNEL_MENTION = re.compile(r"<#(\d+)>")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Access:
     """Who may talk to the bot; ids or names (compared case-insensitively)."""
 
@@ -72,7 +74,7 @@ class Access:
         return bool(self.channels) and not (self.everyone or self.users or self.roles)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Place:
     """Where a message was written, as chatgate keys it."""
 
@@ -115,7 +117,7 @@ def place_of_interaction(interaction: discord.Interaction) -> Place:
     return Place(cid, None, interaction.guild_id is not None, (cid,))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Incoming:
     """A message for the agent."""
 
@@ -132,7 +134,7 @@ class Incoming:
     attachments: list[discord.Attachment] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ignored:
     reason: str
 

@@ -25,7 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -56,6 +56,7 @@ from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.media.store import MediaStore
 from core.messages import Attachment, InboundMessage, OutboundMessage
+from core.record import record
 from core.retry import Backoff
 from core.tasks import LIBRARY_STOP_GRACE_SECONDS, TaskSet
 
@@ -75,7 +76,7 @@ BACKLOG_NOTICE = (
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TelegramOptions:
     """The adapter's settings, mapped from ``telegram:`` in the gateway config."""
 

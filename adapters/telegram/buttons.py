@@ -18,7 +18,6 @@ import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from telegram import (
     Bot,
@@ -34,6 +33,7 @@ from adapters.telegram.updates import Access, BotIdentity, Ignored
 from core.access import TurnedAway
 from core.inbox import Inbox
 from core.messages import InboundMessage, ReplyAction
+from core.record import record
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class Keyboards:
         return token
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Tap:
     """A button tapped under one of the bot's messages."""
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.error import BadRequest
@@ -31,6 +30,7 @@ from adapters.telegram.format import Chunk, plain_chunk, render
 from core.errors import DeliveryRateLimited, Undeliverable
 from core.media.store import MediaStore
 from core.messages import OutboundFile, OutboundMessage
+from core.record import record
 from core.retry import retry_async
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ CAPTION_LIMIT = 1024
 UPLOAD_SECONDS = 300.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FilePart:
     """One file of a reply, with the caption and buttons that go with it."""
 
@@ -52,7 +52,7 @@ class FilePart:
     markup: InlineKeyboardMarkup | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Try:
     method: str  # photo | document | voice
     caption: Chunk | None

@@ -20,22 +20,23 @@ agent, ignored (and why), too old, or from someone not allowed.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 
 from telegram import Message, MessageEntity, Update, User
 
 from core.media.images import is_image_mime
 from core.messages import AttachmentKind
+from core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BotIdentity:
     id: int
     username: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Access:
     """Who may talk to the bot: user ids or @usernames, chat ids, or everyone."""
 
@@ -63,7 +64,7 @@ class Access:
         return str(user.id) in self.users or (bool(username) and username in self.users)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileRef:
     """A file to download before the message goes to the inbox."""
 
@@ -74,7 +75,7 @@ class FileRef:
     kind: AttachmentKind = "file"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Incoming:
     """An update that is a message for the agent."""
 
@@ -92,12 +93,12 @@ class Incoming:
     files: list[FileRef] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ignored:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TooOld:
     """Waited longer than ``max_backlog_age`` (the gateway was down): skipped."""
 

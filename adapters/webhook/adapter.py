@@ -22,7 +22,7 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path as FsPath
 from typing import Annotated, Any, TypeVar
 
@@ -69,6 +69,7 @@ from core.inbox import Inbox
 from core.ledger import DeliveryLedger
 from core.media.store import MediaStore
 from core.messages import InboundMessage, OutboundMessage
+from core.record import record
 from core.store.records import InboxItem
 
 T = TypeVar("T")
@@ -83,7 +84,7 @@ UNAVAILABLE = "the gateway is starting or stopping; retry shortly"
 RETRY_AFTER_SECONDS = "5"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WebhookOptions:
     """Webhook settings as the adapter needs them (mapped from the gateway config)."""
 

@@ -26,7 +26,6 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ from adapters.attachments import save_attachment
 from adapters.webhook.schema import MAX_IMAGE_BYTES, WebhookAttachment
 from core.media.images import Refused
 from core.messages import Attachment, InboundMessage
+from core.record import record
 
 if TYPE_CHECKING:
     import httpx
@@ -46,7 +46,7 @@ SUFFIXES = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "ima
 PRIVATE = "it points at a private, loopback or link-local address (webhook.fetch_private_urls)"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Redirect:
     location: str
 

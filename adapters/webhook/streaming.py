@@ -43,6 +43,7 @@ from starlette.requests import Request
 
 from core.errors import ChatgateError
 from core.messages import OutboundMessage
+from core.record import record
 from core.store.records import InboxItem
 from core.streaming import Preview, PreviewRequest
 from core.tasks import TaskSet
@@ -55,7 +56,7 @@ PING_SECONDS = 15.0
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Event:
     """One event for the client; ``replies`` are those a done event hands out."""
 

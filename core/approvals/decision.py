@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from core.record import record
 from core.store.records import Approval
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Decided:
     """``decided`` (``approval`` as now stored), ``unknown`` (no such id where it was
     asked), ``already`` (decided before: ``approval`` says how) or ``forbidden`` (the

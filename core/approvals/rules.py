@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fnmatch import fnmatchcase
 
+from core.record import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class ApprovalRules:
     """``tools.require_approval``, ``tools.approvers`` and ``tools.approval_timeout_seconds``."""
 

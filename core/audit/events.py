@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
+from core.record import record
 from core.store.records import InboxItem
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Who:
     """Whom an event concerns; every part optional (a background job concerns no chat)."""
 

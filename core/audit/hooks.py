@@ -3,15 +3,14 @@ memory write (its file and action, never the entry's text)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.audit.events import AuditSink, Who
 from core.hooks import TurnStart
 from core.memory.writes import MemoryWrite
+from core.record import record
 from core.store.records import InboxItem
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AuditHooks:
     """``before_turn`` and ``memory_written`` hooks recording into ``audit``.
     ``session_known`` belongs after compaction's hook, which may replace the session."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,13 @@ from core.cron.targets import Origin, format_target, parse_target
 from core.errors import CronError, ScheduleError, TargetError
 from core.memory.threats import scan
 from core.messages import ChatTarget
+from core.record import record
 from core.store.cron import CreatedBy, CronJob, CronStore
 
 NAME_CHARS = 60
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JobSpec:
     """What a caller asks for when making a job."""
 
@@ -37,7 +38,7 @@ class JobSpec:
     deliver: str = "origin"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Creator:
     """Who makes a job: the chat (for the model's tool) or the shell (``origin`` None)."""
 

@@ -9,12 +9,12 @@ assembled text is scanned before the run, and nothing runs if it is flagged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from core.errors import CronError, PromptRefused
 from core.memory.threats import scan
+from core.record import record
 from core.skills.library import SKILL_FILE, skill_folders, split_frontmatter
 from core.skills.manage import find_skill
 from core.skills.usage import SkillUsage
@@ -29,7 +29,7 @@ CRON_RUN_GUIDANCE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoadedSkill:
     name: str
     body: str

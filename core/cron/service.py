@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from core.errors import (
     ScheduleError,
     TargetError,
 )
+from core.record import record
 from core.scheduler import Scheduler
 from core.store.cron import CronJob, RunEnd, RunStatus
 from core.store.db import SessionDB
@@ -39,7 +39,7 @@ TICK_JOB = "cron"
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CronOutput:
     """What a run's fresh session answered; ``session_id`` names that session."""
 
@@ -47,7 +47,7 @@ class CronOutput:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CronRunRequest:
     """One run about to start: the job, the assembled prompt and where output goes."""
 
@@ -60,7 +60,7 @@ class CronRunRequest:
 CronExecutor = Callable[[CronJob, str], Awaitable[CronOutput]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CronRunResult:
     """How one due job ended at this look: ran (ok/silent/failed/refused) or skipped."""
 

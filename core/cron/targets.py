@@ -9,23 +9,23 @@ gateway can write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from core.errors import TargetError
 from core.messages import ChatTarget
+from core.record import record
 
 ORIGIN = "origin"
 FILE_PREFIX = "file:"
 FORMS = "'origin', '<platform>[/<route>]:<chat_id>[:<thread_id>]' or 'file:<path>'"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Origin:
     """The chat that created the job."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileTarget:
     """A local file; ``path`` as written (relative paths are under the output folder)."""
 

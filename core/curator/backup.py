@@ -19,7 +19,6 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from filelock import FileLock
 
 from core.errors import BackupError
+from core.record import record
 from core.skills.store import SkillStore
 from core.skills.usage import USAGE_FILE
 
@@ -39,14 +39,14 @@ _SKIP_TOP = frozenset({BACKUPS, ".locks", ".skills_prompt_snapshot.json"})
 _SKIP_SUFFIX = ".lock"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BackupFile:
     path: str
     size: int
     sha256: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Backup:
     """One snapshot as its manifest describes it."""
 

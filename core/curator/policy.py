@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.curator.transitions import Thresholds
+from core.record import record
 
 HOUR = 3_600.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CuratorPolicy:
     """When a scheduled pass may run and what it does.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,9 +10,10 @@ from core.curator.consolidate import ConsolidationResult
 from core.curator.policy import CuratorPolicy
 from core.curator.transitions import Transition
 from core.memory.store import write_atomically
+from core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunReport:
     """What one pass did (or, in a dry run, would do)."""
 

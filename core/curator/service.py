@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from core.curator.report import RunReport
 from core.curator.status import LibraryCounts, library_counts
 from core.errors import CuratorBusy
 from core.models.base import ModelClient
+from core.record import record
 from core.skills.store import SkillStore
 from core.skills.usage import SkillUsage
 from core.store.curator import CuratorRun
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 TRIGGERS = ("schedule", "manual")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Gate:
     """Whether a scheduled pass is due now, why not, and when it next could be."""
 
@@ -44,7 +45,7 @@ class Gate:
     next_due_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CuratorStatus:
     """Everything ``chatgate curator status`` prints."""
 

@@ -9,17 +9,18 @@ by a person was made in the foreground.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.curator.transitions import archived_skills, live_skills
+from core.record import record
 from core.skills.usage import SkillRecord, State
 
 TOP = 5
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SkillActivity:
     name: str
     state: State
@@ -34,7 +35,7 @@ class SkillActivity:
         return self.uses + self.views + self.patches
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LibraryCounts:
     """Counts by state (managed skills) and by provenance, plus pins and activity."""
 

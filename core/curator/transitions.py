@@ -11,11 +11,11 @@ skills index current.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.errors import TransitionError
+from core.record import record
 from core.skills.library import SKILL_FILE, skill_folders
 from core.skills.manage import find_skill
 from core.skills.store import ARCHIVE, SkillStore
@@ -24,13 +24,13 @@ from core.skills.usage import SkillRecord, SkillUsage, State
 DAY = 86_400.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Thresholds:
     stale_after_days: float = 30
     archive_after_days: float = 90
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LiveSkill:
     """A skill in the library with its telemetry and the last time it saw any activity."""
 
@@ -41,7 +41,7 @@ class LiveSkill:
     last_activity: datetime
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Transition:
     name: str
     before: State
@@ -49,7 +49,7 @@ class Transition:
     idle_days: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Plan:
     transitions: tuple[Transition, ...]
     # Managed skills the pass may not move: pinned or named by a cron job.

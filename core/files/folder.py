@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from core.errors import ToolArgumentError
+from core.record import record
 
 MAX_PATH_CHARS = 4096
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutboxFile:
     """A file read from the folder: the name it is sent under, and its bytes."""
 

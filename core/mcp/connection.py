@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any
 
 from mcp import Client
@@ -31,6 +30,7 @@ from mcp_types import Tool as RemoteSpec
 from core.mcp import results
 from core.mcp.client import open_client
 from core.mcp.servers import STATES, ServerConfig, State
+from core.record import record
 from core.retry import Backoff
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ STABLE_SECONDS = 30.0
 _MAX_PAGES = 50
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RemoteTool:
     """A tool as its server lists it."""
 

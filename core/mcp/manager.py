@@ -15,7 +15,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from core.mcp.naming import model_name, offered
 from core.mcp.servers import ServerConfig, State, Transport
 from core.mcp.tool import McpTool
 from core.models.base import ToolSpec
+from core.record import record
 from core.retry import Backoff
 from core.tasks import LIBRARY_STOP_GRACE_SECONDS, TaskSet
 from core.tools import ToolRegistry
@@ -41,7 +41,7 @@ def default_backoff() -> Backoff:
     return Backoff(first_seconds=0.5, max_seconds=60.0, jitter=random.uniform)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServerStatus:
     """What ``/status``, ``/metrics`` and ``chatgate mcp list`` show of one server."""
 

@@ -9,8 +9,10 @@ A server runs as a subprocess speaking stdio (``command``) or answers Streamable
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
+
+from core.record import record
 
 Transport = Literal["stdio", "http"]
 # A server connection's state (``core.mcp.connection``), named here so that settings,
@@ -22,7 +24,7 @@ _REDACTED = "<redacted>"
 _MIN_SECRET_CHARS = 4
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServerConfig:
     """``mcp.servers.<name>`` as the core uses it: exactly one of ``command`` / ``url``."""
 

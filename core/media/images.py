@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from core.record import record
 
 if TYPE_CHECKING:  # Pillow is imported by the first image, not by every start
     from PIL import Image
@@ -49,7 +50,7 @@ SHRINK_STEPS = 6
 DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, IndexError)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PreparedImage:
     """An image as a model is sent it."""
 
@@ -59,7 +60,7 @@ class PreparedImage:
     height: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Refused:
     """Why an image cannot be shown to the model, in words for the person who sent it."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from core.record import record
 
 if TYPE_CHECKING:  # pypdf (and Pillow, which it imports) load with the first PDF
     from pypdf import PdfReader
@@ -23,7 +24,7 @@ DAMAGED = "the file is damaged or not a PDF"
 NO_TEXT = "it has no text to read (its pages are images: a scan?)"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Extracted:
     """What was read: ``text`` (at most the limit), and when it stopped early, how far
     it got (``pages_read`` of ``pages``). ``problem`` is set when nothing could be."""

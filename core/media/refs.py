@@ -4,8 +4,9 @@ replies refer to it."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from core.record import record
 
 # image: shown to a vision model with its message; file: sent to the chat as a
 # document (or a photo, for an image mime type); voice: sent as a voice message.
@@ -13,7 +14,7 @@ MediaKind = Literal["image", "file", "voice"]
 KINDS: tuple[MediaKind, ...] = ("image", "file", "voice")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MediaRef:
     """One stored file: its SHA-256 (hex), mime type and kind, and the name and size it
     is shown with (and, for a file sent to a chat, the line shown with it). The bytes

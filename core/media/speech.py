@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import TransientModelError
+from core.record import record
 from core.retry import RetryPolicy, retry_async
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ T = TypeVar("T")
 LOCAL_SERVER_KEY = "not-needed"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SpeechServer:
     """Where speech is sent and how patiently: ``base_url`` None is OpenAI's own API."""
 

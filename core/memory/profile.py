@@ -8,17 +8,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from core.memory.store import MemoryStore
+from core.record import record
 
 UserScope = Literal["profile", "per_user"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemoryLimits:
     memory_chars: int = 2200
     user_chars: int = 1375

@@ -35,7 +35,6 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -46,6 +45,7 @@ from core.memory.providers.notes import NotesProvider
 from core.memory.recall_limit import RecallCeiling
 from core.memory.writes import MemoryWrite
 from core.models.base import ToolSpec
+from core.record import record
 from core.store.records import SessionRow
 from core.tools import Tool, ToolContext
 
@@ -209,7 +209,7 @@ def _entry_point_factory(name: str) -> ProviderFactory | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProviderTool:
     """One of a provider's tools, shaped for ``ToolRegistry.register``."""
 

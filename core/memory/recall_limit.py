@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from core.record import record
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ KEEP_SPILLS = 50
 SPILL_MAX_AGE_SECONDS = 7 * 24 * 3600
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecallCeiling:
     """``max_chars`` per turn; ``spill_to`` (a folder) when oversized recall is spilled."""
 

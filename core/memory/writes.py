@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from core.memory.operations import Action, Operation, changed_entries
+from core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemoryWrite:
     """One applied change to MEMORY.md or USER.md.
 

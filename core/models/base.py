@@ -8,17 +8,18 @@ retries live in ``core.models.retrying`` so every provider shares one policy.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from core.media.refs import MediaRef
+from core.record import record
 
 Role = Literal["user", "assistant", "tool"]
 TextSink = Callable[[str], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCall:
     """A tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
 
@@ -27,7 +28,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChatMessage:
     """One conversation message in provider-neutral form (the system prompt is separate)."""
 
@@ -41,7 +42,7 @@ class ChatMessage:
     images: tuple[MediaRef, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSpec:
     """A tool the model may call: its name, a description and a JSON schema."""
 
@@ -73,7 +74,7 @@ class RequestWire(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelRequest:
     """Everything one model call needs.
 
@@ -90,7 +91,7 @@ class ModelRequest:
     wire: RequestWire | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelReply:
     """The assistant's answer: text, tool calls, or both.
 
@@ -109,7 +110,7 @@ class ModelReply:
     cache_write_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelConfig:
     """Provider settings, mapped from the gateway's configuration."""
 

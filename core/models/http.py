@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from core.errors import ModelError, ModelTimeout, ProviderUnavailable
 from core.models.status import status_error
+from core.record import record
 
 if TYPE_CHECKING:
     import aiohttp
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 MAX_CONNECTIONS = 1000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SSE:
     """One server-sent event: its ``event`` name (None when unnamed) and its data."""
 

@@ -16,12 +16,12 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from core.media.refs import MediaRef
 from core.media.store import MediaStore
 from core.models.base import ChatMessage
+from core.record import record
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ CACHE_CHARS = 32 * 1024 * 1024
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoadedImages:
     """The images of one request: base64 by SHA-256, and how a missing one is named."""
 

@@ -7,12 +7,12 @@ a person is always one platform's user id.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from core.errors import ChatgateError
+from core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Person:
     platform: str
     user_id: str

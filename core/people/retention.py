@@ -13,16 +13,16 @@ time, each batch one short write transaction, the counts to the log:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from core.clock import Clock
+from core.record import record
 from core.store.db import SessionDB
 
 log = logging.getLogger(__name__)
 DAY = 86_400.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Pruning:
     sessions: int = 0
     messages: int = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from core.clock import Clock
@@ -19,6 +19,7 @@ from core.errors import StoreError
 from core.people.files import PersonArea
 from core.people.marks import ForgetMarks
 from core.people.person import Person
+from core.record import record
 from core.store.db import SessionDB
 from core.store.people.areas import ForgetContext
 from core.store.search.matches import SearchScope
@@ -30,7 +31,7 @@ _PROBE_LIMIT = 200
 _MIN_ENTRY = 12
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PersonReport:
     """Every area's records about one person: SessionDB areas first, then files."""
 
@@ -41,7 +42,7 @@ class PersonReport:
         return {name: len(rows) for name, rows in self.areas.items()}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ForgetReport:
     counts: dict[str, int]
     # Their messages still waiting for a turn in a running gateway, kept.

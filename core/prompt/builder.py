@@ -20,7 +20,6 @@ here: it goes into the API copy of the user message (``compose_user_api_content`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -28,9 +27,10 @@ from typing import Protocol
 from core.memory.threats import scan
 from core.prompt.context_files import project_context
 from core.prompt.texts import DEFAULT_IDENTITY, TASK_COMPLETION
+from core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CallerContext:
     """What the caller of a chat adds: a system message and a workspace folder."""
 
@@ -38,7 +38,7 @@ class CallerContext:
     workspace: Path | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptContext:
     """What the builder may know about the session it builds for."""
 
@@ -53,7 +53,7 @@ class PromptContext:
     memory_blocks: Sequence[str] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptParts:
     stable: str
     context: str

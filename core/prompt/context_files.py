@@ -25,11 +25,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal, TextIO
 
 from core.memory.threats import scan
+from core.record import record
 
 ContextSource = Literal["hermes", "agents", "claude", "cursor"]
 
@@ -58,7 +59,7 @@ _ORIGINS: dict[ContextSource, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProjectContext:
     """The project-instruction block for the prompt's context tier.
 
@@ -72,7 +73,7 @@ class ProjectContext:
     files: list[Path] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Part:
     path: Path
     text: str = ""  # stripped, at most max_chars characters

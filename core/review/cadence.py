@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.models.base import ChatMessage
+from core.record import record
 
 MEMORY = "memory"
 SKILLS = "skills"
@@ -19,7 +20,7 @@ MEMORY_TOOL = "memory"
 SKILL_MANAGE_TOOL = "skill_manage"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Intervals:
     """Turns between memory reviews and tool iterations between skill reviews (0: off)."""
 

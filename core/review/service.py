@@ -24,7 +24,6 @@ import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from core.clock import Clock
@@ -32,6 +31,7 @@ from core.errors import ModelError
 from core.messages import ChatTarget
 from core.models.base import ChatMessage, ModelClient, ModelReply, ModelRequest, ModelWrapper
 from core.models.wire import WireCache
+from core.record import record
 from core.review import prompts
 from core.review.cadence import Counters, Intervals, derive, kinds_text, parse_kinds
 from core.session_state import SessionState
@@ -49,7 +49,7 @@ UntilIdle = Callable[[str], Awaitable[None]]
 Notify = Callable[[ChatTarget, Sequence[str], str], Awaitable[Any]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReviewPolicy:
     intervals: Intervals = Intervals()
     concurrency: int = 1
@@ -57,7 +57,7 @@ class ReviewPolicy:
     notify: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReviewJob:
     review_id: int
     kinds: tuple[str, ...]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from core.errors import ToolArgumentError
+from core.record import record
 from core.store.search.access import SCOPE_MODES, ScopeMode
 
 Detail = Literal["adaptive", "full"]
@@ -15,7 +15,7 @@ MAX_QUERY_CHARS = 2_048
 BROWSE_DEFAULT_LIMIT = 10
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchArgs:
     query: str | None
     session_id: str | None

@@ -8,7 +8,8 @@ emitted as a quoted string, so words like ``AND`` or ``NEAR`` can never be opera
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from core.record import record
 
 MAX_QUERY_CHARS = 2048
 MIN_PREFIX_CHARS = 3
@@ -22,7 +23,7 @@ _CJK = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Term:
     """One AND-ed term: a word, a hyphen/dot compound or a quoted phrase."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
@@ -20,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.media.refs import refs_from_json
 from core.messages import ChatTarget, OutboundMessage, ReplyAction
+from core.record import record
 from core.store import inbox as inbox_ops
 from core.store import outbox as outbox_ops
 from core.store.records import (
@@ -64,7 +64,7 @@ _GRANT = insert_sql("approval_grants", ("session_id", "tool_name", "granted_by",
 _BY_ID = "SELECT * FROM approvals WHERE id = :id"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AskedCall:
     """The tool call a turn pauses on, and the turn's work so far."""
 
@@ -77,7 +77,7 @@ class AskedCall:
     created_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Verdict:
     """A decision to record: ``expired`` when no one answered in time."""
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, func, select, true
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.messages import ChatTarget
+from core.record import record
 from core.store.schema import cron_jobs, cron_runs
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
@@ -24,7 +25,7 @@ RunStatus = Literal["running", "ok", "silent", "failed", "refused", "skipped"]
 CreatedBy = Literal["model", "cli"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CronJob:
     """One scheduled prompt. ``next_run_at`` is None once a one-shot job has run."""
 
@@ -59,7 +60,7 @@ class CronJob:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CronRun:
     """One run (or skipped run) of a job."""
 
@@ -75,7 +76,7 @@ class CronRun:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunEnd:
     """How a run ended, written onto its row and its job in one transaction."""
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.record import record
 from core.store.schema import cron_jobs, curator_runs, inbox, scheduler_state
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
@@ -50,7 +50,7 @@ _SET_STATE_IF_ABSENT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CuratorRun:
     id: int
     started_at: float
@@ -64,7 +64,7 @@ class CuratorRun:
     error: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GateReadings:
     """What the curator's gates are decided from, read at one moment."""
 
@@ -74,7 +74,7 @@ class GateReadings:
     last_activity: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunLog:
     """The run log as ``chatgate curator status`` summarises it, read at one moment."""
 

@@ -8,7 +8,6 @@ mode. PostgreSQL gets one pooled engine used for both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from core.record import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class Engines:
     """The engine writes go through and the engine reads go through."""
 

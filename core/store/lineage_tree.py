@@ -4,18 +4,18 @@ its ancestors from the root down, then its descendants depth-first."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.record import record
 from core.store.schema import messages, sessions
 
 # A lineage is a chain of compactions; a cycle or runaway chain must not hang the CLI.
 MAX_LINEAGE = 1_000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LineageEntry:
     """One session of a lineage; ``depth`` 0 is the root."""
 

@@ -7,12 +7,12 @@ limit. Codes are stored only as hashes (``core.pairing`` makes and hashes them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.record import record
 from core.store.schema import paired_people, pairing_requests
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
@@ -32,7 +32,7 @@ _INSERT_PERSON = insert_sql(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PairingRequest:
     """A person waiting for an owner to approve their code."""
 
@@ -45,7 +45,7 @@ class PairingRequest:
     expires_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PairedPerson:
     platform: str
     user_id: str
@@ -54,7 +54,7 @@ class PairedPerson:
     approved_by: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     """How many codes may wait per platform, how often one person may ask, and how many
     wrong codes in ``lock_seconds`` lock approval."""

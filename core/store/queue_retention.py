@@ -26,8 +26,7 @@ they do when a session is pruned: a message of the transcript may show the same 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from core.record import record
 from core.store.tx import Tx
 
 # Ids are taken in the order rows arrive, so the oldest rows are the lowest ids: a scan
@@ -59,7 +58,7 @@ _SENT_LONE = (
 _REPLIES_OF_HANDLED = f"SELECT id FROM outbox WHERE inbox_id IN ({_HANDLED})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class QueuePruned:
     """One batch: how many messages and replies went, and where the next batch starts
     (``None``: the rest is too young, nothing more to look at)."""

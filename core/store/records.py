@@ -7,13 +7,14 @@ from typing import Any, Literal
 
 from core.media.refs import MediaRef
 from core.messages import ChatTarget, InboundMessage, OutboundMessage
+from core.record import record
 
 InboxStatus = Literal["pending", "done", "failed", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
 ApprovalScope = Literal["once", "session"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionRow:
     """One session: a stretch of a chat's conversation with one stored system prompt."""
 
@@ -44,7 +45,7 @@ class SessionRow:
     cache_write_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StoredMessage:
     """A transcript message as the model saw it."""
 
@@ -61,7 +62,7 @@ class StoredMessage:
     user_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NewMessage:
     """A transcript message to write."""
 
@@ -85,7 +86,7 @@ class NewMessage:
     user_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LastSeen:
     """The newest message accepted from one chat (and thread) of a platform."""
 
@@ -95,7 +96,7 @@ class LastSeen:
     received_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InboxItem:
     """An accepted inbound message waiting for (or done with) its turn."""
 
@@ -111,7 +112,7 @@ class InboxItem:
     preview_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Approval:
     """A tool call that waits for (or got) a person's decision (``core.approvals``).
 
@@ -136,7 +137,7 @@ class Approval:
     prompt_outbox_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnReplies:
     """What processing one inbox item produced: its session and its queued replies."""
 
@@ -148,7 +149,7 @@ class TurnReplies:
     approvals: tuple[Approval, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Accepted:
     """The result of offering a message to the inbox; ``created`` is False for a redelivery."""
 

@@ -8,12 +8,12 @@ Writes are ``Tx`` functions (portable SQL, group-committed), reads take an
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.record import record
 from core.store import prompts
 from core.store.schema import reviews
 from core.store.tx import Tx, insert_sql
@@ -39,7 +39,7 @@ _FINISH = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReviewRow:
     id: int
     session_id: str
@@ -54,7 +54,7 @@ class ReviewRow:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReviewOutcome:
     status: str
     at: float

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, case, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.record import record
 from core.store.tx import Tx, insert_sql
 from core.store.usage_schema import usage
 from core.store.writer import Writer
@@ -32,7 +32,7 @@ COLUMN_OF: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UsageRecord:
     """One model call, as ``core.usage.meter`` records it."""
 
@@ -52,7 +52,7 @@ class UsageRecord:
     route: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Scope:
     """Which rows a sum or report covers; None: any."""
 
@@ -62,7 +62,7 @@ class Scope:
     kinds: Collection[str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Used:
     """Tokens (input + output) and cost of a scope since a day's and a month's start."""
 
@@ -72,7 +72,7 @@ class Used:
     month_cost: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Total:
     """One group of a report (``key`` None: no grouping, or rows without that value)."""
 

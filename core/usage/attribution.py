@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
 from typing import Literal
+
+from core.record import record
 
 Kind = Literal["turn", "review", "curator", "cron", "compaction"]
 KINDS: tuple[Kind, ...] = ("turn", "review", "curator", "cron", "compaction")
@@ -19,7 +20,7 @@ KINDS: tuple[Kind, ...] = ("turn", "review", "curator", "cron", "compaction")
 BACKGROUND: frozenset[str] = frozenset({"review", "curator", "cron"})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Attribution:
     """What one model call is charged to (every field may be unknown)."""
 

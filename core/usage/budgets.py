@@ -11,10 +11,11 @@ none set no usage is read at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from core.clock import Clock
+from core.record import record
 from core.store.usage import Scope, UsageStore, Used
 from core.usage.attribution import BACKGROUND, Attribution
 from core.usage.periods import Calendar, Period
@@ -30,7 +31,7 @@ _WORDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     """One scope's limits; None: no limit of that kind."""
 
@@ -49,7 +50,7 @@ class Limits:
         return Limits(**{**{k: getattr(self, k) for k in LIMIT_KEYS}, **changed})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BudgetRules:
     """The ``budgets:`` section, as the core reads it."""
 
@@ -63,7 +64,7 @@ class BudgetRules:
     timezone: str = "UTC"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Over:
     """A budget that is used up: ``budget`` names it for logs and the notice's key."""
 
@@ -76,7 +77,7 @@ class Over:
         return f"{self.label} is used up; it resets at {calendar.shown(self.period.end)}."
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Budget:
     budget: str
     label: str

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from core.record import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class Period:
     """One day or month: its key (``2026-12-06`` / ``2026-12``), start and end."""
 
@@ -16,7 +17,7 @@ class Period:
     end: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Calendar:
     zone: ZoneInfo
 

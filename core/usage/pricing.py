@@ -9,12 +9,14 @@ only its uncached rest is charged at the input price.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from core.record import record
 
 MILLION = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Tokens:
     """One call's token counts as the provider reported them."""
 
@@ -29,7 +31,7 @@ class Tokens:
         return self.input + self.output
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Price:
     """Per million tokens; a cache price left out is the input price."""
 
@@ -51,7 +53,7 @@ class Price:
         return total / MILLION
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Pricing:
     """The price list: provider -> model -> ``Price``."""
 

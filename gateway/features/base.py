@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Protocol
 
 from adapters.platform import Section
@@ -37,6 +37,7 @@ from core.hooks import (
     TurnMaterial,
 )
 from core.models.base import ModelClient
+from core.record import record
 from core.scheduler import Scheduler
 from core.skills.store import SkillStore
 from core.store.db import SessionDB
@@ -44,7 +45,7 @@ from core.tools import Tool
 from gateway.settings import Settings
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Job:
     """A periodic check the gateway's scheduler runs (``core.scheduler.Scheduler.every``)."""
 
@@ -56,7 +57,7 @@ class Job:
     first_in: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Metric:
     """One Prometheus family, read at scrape time: a counter or gauge, with or without a
     label (``values`` maps label value -> number)."""
@@ -68,7 +69,7 @@ class Metric:
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Contribution:
     """What one feature adds to the core; see ``core.hooks`` for when each hook runs."""
 
@@ -93,7 +94,7 @@ class Contribution:
     metrics: Callable[[], Iterable[Metric]] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FeatureContext:
     """What a feature may use while it runs."""
 
@@ -113,7 +114,7 @@ class Feature(Protocol):
     def open(self, ctx: FeatureContext) -> AbstractAsyncContextManager[Contribution]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FeatureSpec:
     """One feature, as ``gateway.features.FEATURES`` lists it."""
 

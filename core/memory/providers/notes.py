@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from core.errors import ConfigError
 from core.memory.providers.notes_store import Exchange, NotesStore
 from core.memory.threats import scan
 from core.models.base import ToolSpec
+from core.record import record
 
 Scope = Literal["user", "all"]
 _SNIPPET_CHARS = 280
@@ -48,7 +48,7 @@ SEARCH_SPEC = ToolSpec(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NotesOptions:
     """``memory.provider_options`` for ``notes``."""
 

@@ -13,8 +13,9 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from core.record import record
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ _STOPWORD_TEXT = (
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Exchange:
     """One stored user/assistant exchange."""
 

@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from core.record import record
 from core.store.audit import who_id
 from core.store.people.drop import drop_inbox, drop_session, recount
 from core.store.people.plan import Plan
@@ -25,7 +26,7 @@ from core.store.tx import Tx
 Rows = list[dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ForgetContext:
     """What one forgetting knows besides the plan."""
 
@@ -40,7 +41,7 @@ class ForgetContext:
     salt: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DbArea:
     name: str
     rows: Callable[[Tx, Plan], Rows]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.people.person import Person
+from core.record import record
 from core.store.tx import Tx
 
 # The id after every message id: the end of a session's last turn.
@@ -40,7 +41,7 @@ _NEXT_USER_MESSAGE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Turn:
     """Messages ``first`` (their user message) up to, not including, ``end``."""
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.people.person import Person
+from core.record import record
 from core.store import prompts
 from core.store.people.areas import DB_AREAS, ForgetContext, Rows
 from core.store.people.drop import drop_session
@@ -30,7 +31,7 @@ from core.store.writer import Writer
 _FTS_TABLES = ("messages_fts", "messages_trigram")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PersonRows:
     """Every area's rows about one person (``DB_AREAS`` order)."""
 
@@ -41,7 +42,7 @@ class PersonRows:
         return {name: len(rows) for name, rows in self.areas.items()}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Forgotten:
     """What one forgetting changed, per area, and the session keys it touched (a running
     gateway drops its cached transcripts of those)."""
@@ -52,7 +53,7 @@ class Forgotten:
     waiting: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Pruned:
     sessions: int = 0
     messages: int = 0

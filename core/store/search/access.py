@@ -16,18 +16,18 @@ The gateway serves many people, so a search never crosses into another person's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from sqlalchemy import ColumnElement, and_, or_, true
 
+from core.record import record
 from core.store.schema import sessions
 
 ScopeMode = Literal["chat", "user", "all"]
 SCOPE_MODES: tuple[ScopeMode, ...] = ("chat", "user", "all")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reach:
     """The caller's chat and the scope mode they asked for."""
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.record import record
 from core.store.schema import messages, sessions
 from core.store.search.access import Reach, visible
 from core.store.search.windows import AnyRow
@@ -24,7 +23,7 @@ _COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionCard:
     """What a search result says about the session it comes from."""
 
@@ -36,7 +35,7 @@ class SessionCard:
     end_reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecentSession:
     """A session in the browse list: its card, when it was last active, its first user
     message (``preview``, None when it has none) and how many messages it holds."""

@@ -21,19 +21,19 @@ Scopes (the caller decides which one the asking person may use):
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.record import record
 from core.search.sanitize import Term, fts5_term, has_cjk, parse_query
 
 RANK_LIMIT = 2000
 MIN_TRIGRAM_CHARS = 3
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchScope:
     """Whose conversations a search may read; see the module docstring."""
 
@@ -44,7 +44,7 @@ class SearchScope:
     mode: Literal["chat", "user", "all"] = "chat"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Match:
     """One matching message. ``score`` is relevance (higher is better), 0.0 when the
     results are ordered by recency instead."""
@@ -84,7 +84,7 @@ async def find_messages(
     return [Match(int(r[0]), str(r[1]), str(r[2]), float(r[3]), float(r[4])) for r in result]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Search:
     """One way of finding matching message ids: SQL fragments plus their parameters."""
 

@@ -4,12 +4,12 @@ around one message, and message texts by id. Real rows, never summarised."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from sqlalchemy import Row, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.record import record
 from core.store.schema import messages
 
 # A result row of any width (SQLAlchemy types rows by their column tuple).
@@ -24,7 +24,7 @@ _COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MessageLine:
     """One stored message with what a reader of the transcript needs."""
 
