@@ -14,10 +14,11 @@ Kept whatever their age:
 
 - a message still waiting for its turn, one with a reply still to send, and one an
   approval points at (the approval keeps its history);
-- a reply still to send, and an approval's prompt;
-- the newest row of each table. SQLite hands a new row the highest id plus one, so
-  deleting the newest would give its id out again: a webhook client's ``after`` cursor
-  would skip the next reply, and two turns would share an id in the audit ledger.
+- a reply still to send, and an approval's prompt.
+
+Deleting the newest rows is safe: an id is never handed out again (SQLite's
+``AUTOINCREMENT`` since migration 0024, PostgreSQL's sequences), so a webhook client's
+``after`` cursor stays valid.
 
 A reply goes with the message it answers; a reply to no message (a notice, a scheduled
 job's delivery) goes on its own age. Media files stay where they are (``media/``), as
@@ -30,24 +31,18 @@ from core.record import record
 from core.store.tx import Tx
 
 # Ids are taken in the order rows arrive, so the oldest rows are the lowest ids: a scan
-# from ``after`` stops at the first row young enough to keep. The newest row never goes.
-_OLDEST_INBOX = (
-    "SELECT id, received_at AS at FROM inbox WHERE id > :after "
-    "AND id < (SELECT max(id) FROM inbox) ORDER BY id LIMIT :limit"
-)
+# from ``after`` stops at the first row young enough to keep.
+_OLDEST_INBOX = "SELECT id, received_at AS at FROM inbox WHERE id > :after ORDER BY id LIMIT :limit"
 # Every reply, so that the scan also stops at the first young one; the lone ones among
 # them are picked by ``_SENT_LONE``.
 _OLDEST_REPLIES = (
-    "SELECT id, created_at AS at FROM outbox WHERE id > :after "
-    "AND id < (SELECT max(id) FROM outbox) ORDER BY id LIMIT :limit"
+    "SELECT id, created_at AS at FROM outbox WHERE id > :after ORDER BY id LIMIT :limit"
 )
-_NEWEST_REPLY = "SELECT max(id) FROM outbox"
 # Handled messages in (after, upto] with nothing left to do and nothing pointing at them.
 _HANDLED = (
     "SELECT i.id FROM inbox i WHERE i.id > :after AND i.id <= :upto "
     "AND i.status <> 'pending' "
-    "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.inbox_id = i.id "
-    "AND (o.status = 'pending' OR o.id >= :newest_reply)) "
+    "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.inbox_id = i.id AND o.status = 'pending') "
     "AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.inbox_id = i.id)"
 )
 _SENT_LONE = (
@@ -74,7 +69,7 @@ def prune_messages(tx: Tx, before: float, after: int, limit: int) -> QueuePruned
     upto, next_after = _old_range(tx, _OLDEST_INBOX, before, after, limit)
     if upto is None:
         return QueuePruned(0, 0, None)
-    args = {"after": after, "upto": upto, "newest_reply": tx.scalar(_NEWEST_REPLY, {}) or 0}
+    args = {"after": after, "upto": upto}
     messages = int(tx.scalar(f"SELECT count(*) FROM ({_HANDLED}) AS handled", args))
     replies = int(tx.scalar(f"SELECT count(*) FROM ({_REPLIES_OF_HANDLED}) AS r", args))
     tx.execute(f"DELETE FROM outbox_files WHERE outbox_id IN ({_REPLIES_OF_HANDLED})", args)

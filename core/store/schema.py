@@ -143,6 +143,8 @@ inbox = Table(
     UniqueConstraint("platform", "dedup_key", name="ux_inbox_dedup"),
     Index("ix_inbox_status", "status", "id"),
     Index("ix_inbox_platform_received", "platform", "received_at"),
+    # SQLite: an id is never handed out again after its row is deleted (0024).
+    sqlite_autoincrement=True,
 )
 
 outbox = Table(
@@ -180,6 +182,8 @@ outbox = Table(
     Index("ix_outbox_chat", "platform", "chat_id", "id"),
     Index("ix_outbox_inbox", "inbox_id"),
     Index("ix_outbox_status", "status", "id"),
+    # SQLite: an id is never handed out again after its row is deleted (0024).
+    sqlite_autoincrement=True,
 )
 
 # Files sent with a reply, in order; the bytes are in the home's media store by hash.
@@ -372,6 +376,8 @@ approvals = Table(
     Index("ix_approvals_inbox", "inbox_id", "id"),
     Index("ix_approvals_chat", "platform", "chat_id", "status", "id"),
     Index("ix_approvals_status", "status", "id"),
+    # SQLite: an id is never handed out again after its row is deleted (0024).
+    sqlite_autoincrement=True,
 )
 
 # Tools approved "for this session": their later calls in the session are not asked.
