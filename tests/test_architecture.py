@@ -2,6 +2,8 @@
 
 - no import cycle between chatgate's modules (function-level imports count);
 - no platform is named in ``core/`` or ``gateway/``: platforms come from the registry;
+- value records are ``@record`` (``core/record.py``), not frozen slotted dataclasses,
+  which cost several times as much to build;
 - no function over 60 lines and no module over 400 lines outside ``tests/``.
 """
 
@@ -79,6 +81,15 @@ def test_no_platform_is_named_outside_its_package(folder: str) -> None:
         if PLATFORM_NAMES.search(path.read_text(encoding="utf-8"))
     ]
     assert named == []
+
+
+def test_value_records_are_built_at_plain_class_speed() -> None:
+    frozen_slotted = [
+        str(path.relative_to(ROOT))
+        for path in modules(PACKAGES).values()
+        if "@dataclass(frozen=True, slots=True)" in path.read_text(encoding="utf-8")
+    ]
+    assert frozen_slotted == []
 
 
 def functions(path: Path) -> Iterator[tuple[str, int]]:
