@@ -37,7 +37,7 @@ class Attribution:
         return self.kind in BACKGROUND
 
 
-_NOBODY = Attribution()  # frozen: one shared default is safe
+_NOBODY = Attribution()  # a record (never assigned to): one shared default is safe
 _CURRENT: ContextVar[Attribution] = ContextVar("chatgate_usage", default=_NOBODY)
 
 
