@@ -7,7 +7,8 @@ changed copy. At run time its ``__init__`` assigns the slots directly. A
 which on CPython 3.11 makes a ten-field record cost about 1.3 µs to build against
 0.2 µs, and a turn builds dozens of them (``docs/performance.md``). Equality and
 hashing are those of a frozen dataclass (``unsafe_hash``: the fields are not
-reassigned, so the hash holds).
+reassigned, so the hash holds). What it gives up: nothing refuses an assignment at run
+time, so code that mypy does not check must treat records as read-only too.
 """
 
 from __future__ import annotations
