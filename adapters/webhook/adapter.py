@@ -27,7 +27,7 @@ from pathlib import Path as FsPath
 from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, Path, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from adapters.direct_route import DirectRoute
 from adapters.webhook.approvals import ApprovalRoute
@@ -40,6 +40,7 @@ from adapters.webhook.auth import (
 )
 from adapters.webhook.files import FileRoute, reply_files, reply_json
 from adapters.webhook.images import with_images
+from adapters.webhook.json_body import JsonResponse
 from adapters.webhook.replay import ReplayCache
 from adapters.webhook.request_body import read_capped, read_flag
 from adapters.webhook.schema import (
@@ -196,12 +197,12 @@ class WebhookAdapter:
                 )
             item = await _accepted(inbox, msg)
         except RequestRefused as problem:
-            return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
+            return JsonResponse(problem.body, status_code=problem.status, headers=problem.headers)
         done = await self._done(inbox, item) if wait else None
         if done is None:
-            return JSONResponse(queued_body(item), status_code=202)
+            return JsonResponse(queued_body(item), status_code=202)
         self._delivered(done[1])
-        return JSONResponse(done[0])
+        return JsonResponse(done[0])
 
     async def get_replies(
         self,
@@ -210,7 +211,7 @@ class WebhookAdapter:
         request: Request,
         after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    ) -> JSONResponse:
+    ) -> JsonResponse:
         """Replies for ``chat_id`` with an id above ``after``; ``cursor`` is the next ``after``."""
         try:
             inbox = self._require_inbox()
@@ -221,7 +222,7 @@ class WebhookAdapter:
                 )
             )
         except RequestRefused as problem:
-            return JSONResponse(problem.body, status_code=problem.status, headers=problem.headers)
+            return JsonResponse(problem.body, status_code=problem.status, headers=problem.headers)
         self._delivered(replies)
         pulled = PulledReplies(
             replies=[
@@ -238,7 +239,7 @@ class WebhookAdapter:
             ],
             cursor=replies[-1].id if replies else after,
         )
-        return JSONResponse(pulled.model_dump())
+        return JsonResponse(pulled.model_dump())
 
     async def _done(self, inbox: Inbox, item: InboxItem) -> Done | None:
         """The ``WebhookTurn`` body for ``item`` and the replies it hands out, or None if
