@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -49,6 +50,27 @@ async def test_a_pricing_that_fails_leaves_the_cost_empty(db: SessionDB) -> None
 
     [row] = await db.audit.rows()
     assert row.detail["cost"] is None
+
+
+async def test_a_turn_is_recorded_with_its_outcome_and_usage(db: SessionDB) -> None:
+    async with AuditWriter(db.audit, ManualClock(T0)) as writer:
+        telemetry = AuditTelemetry(NO_TELEMETRY, writer)
+        with telemetry.agent("openai", "m1") as notes:
+            notes.usage(120, 30)
+        with pytest.raises(ValueError), telemetry.agent("openai", "m1"):
+            raise ValueError("the model broke")
+        with pytest.raises(asyncio.CancelledError), telemetry.agent("openai", "m1"):
+            raise asyncio.CancelledError
+
+    rows = await db.audit.rows()
+    assert [(r.event, r.detail) for r in rows] == [
+        ("turn_started", {"provider": "openai", "model": "m1"}),
+        ("turn_finished", {"outcome": "ok", "input_tokens": 120, "output_tokens": 30}),
+        ("turn_started", {"provider": "openai", "model": "m1"}),
+        ("turn_finished", {"outcome": "error", "input_tokens": 0, "output_tokens": 0}),
+        ("turn_started", {"provider": "openai", "model": "m1"}),
+        ("turn_finished", {"outcome": "cancelled", "input_tokens": 0, "output_tokens": 0}),
+    ]
 
 
 async def test_a_full_queue_drops_and_counts(db: SessionDB) -> None:

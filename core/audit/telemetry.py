@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import TracebackType
 
 from core.audit.events import AuditSink, args_digest
 from core.telemetry import AgentNotes, ModelCall, Telemetry, ToolRun
@@ -37,6 +38,50 @@ class _Notes:
         self._inner.usage(input_tokens, output_tokens)
 
 
+class _Turn:
+    """One turn in the ledger: ``turn_started`` on entry, ``turn_finished`` with its
+    outcome and usage on exit, around the tracer's own span. A class rather than
+    ``@contextmanager``: it runs every turn, on the event loop."""
+
+    __slots__ = ("_audit", "_inner", "_notes", "_provider", "_model")
+
+    def __init__(
+        self,
+        audit: AuditSink,
+        inner: AbstractContextManager[AgentNotes],
+        provider: str,
+        model: str,
+    ) -> None:
+        self._audit = audit
+        self._inner = inner
+        self._provider = provider
+        self._model = model
+
+    def __enter__(self) -> AgentNotes:
+        self._audit.record("turn_started", {"provider": self._provider, "model": self._model})
+        self._notes = _Notes(self._inner.__enter__())
+        return self._notes
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        if exc is None:
+            outcome = "ok"
+        elif isinstance(exc, asyncio.CancelledError):
+            outcome = "cancelled"
+        else:
+            outcome = "error"
+        tokens_in, tokens_out = self._notes.tokens
+        self._audit.record(
+            "turn_finished",
+            {"outcome": outcome, "input_tokens": tokens_in, "output_tokens": tokens_out},
+        )
+        return self._inner.__exit__(exc_type, exc, tb)
+
+
 class AuditTelemetry:
     """See the module docstring."""
 
@@ -46,26 +91,7 @@ class AuditTelemetry:
         self._cost_of = cost_of
 
     def agent(self, provider: str, model: str) -> AbstractContextManager[AgentNotes]:
-        return self._agent(provider, model)
-
-    @contextmanager
-    def _agent(self, provider: str, model: str) -> Iterator[AgentNotes]:
-        self._audit.record("turn_started", {"provider": provider, "model": model})
-        outcome = "error"
-        with self._inner.agent(provider, model) as inner:
-            notes = _Notes(inner)
-            try:
-                yield notes
-                outcome = "ok"
-            except BaseException as exc:
-                outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
-                raise
-            finally:
-                tokens_in, tokens_out = notes.tokens
-                self._audit.record(
-                    "turn_finished",
-                    {"outcome": outcome, "input_tokens": tokens_in, "output_tokens": tokens_out},
-                )
+        return _Turn(self._audit, self._inner.agent(provider, model), provider, model)
 
     def tool(self, name: str, call_id: str) -> AbstractContextManager[object]:
         return self._inner.tool(name, call_id)

@@ -79,7 +79,8 @@ def _add_who(tx: Tx, key: WhoKey, digest: int | None) -> int:
 
 @dataclass(slots=True)  # not frozen: about six a turn, made on the event loop
 class AuditRecord:
-    """One audit event; ``id`` is 0 until it is stored. Never changed once made."""
+    """One audit event; ``id`` is 0 until it is stored. Never changed once made.
+    ``AuditWriter.record`` builds it positionally: keep the fields in this order."""
 
     at: float
     event: str
