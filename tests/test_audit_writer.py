@@ -57,7 +57,7 @@ async def test_a_turn_is_recorded_with_its_outcome_and_usage(db: SessionDB) -> N
         telemetry = AuditTelemetry(NO_TELEMETRY, writer)
         with telemetry.agent("openai", "m1") as notes:
             notes.usage(120, 30)
-        with pytest.raises(ValueError), telemetry.agent("openai", "m1"):
+        with pytest.raises(ValueError, match="broke"), telemetry.agent("openai", "m1"):
             raise ValueError("the model broke")
         with pytest.raises(asyncio.CancelledError), telemetry.agent("openai", "m1"):
             raise asyncio.CancelledError

@@ -30,7 +30,7 @@ def test_body_is_the_json_starlette_sent() -> None:
     ours = JsonResponse(AWKWARD)
     theirs = JSONResponse(AWKWARD)
     assert ours.body == theirs.body
-    assert json.loads(ours.body) == AWKWARD
+    assert json.loads(bytes(ours.body)) == AWKWARD
 
 
 def test_headers_name_json_and_length() -> None:
