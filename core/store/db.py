@@ -26,6 +26,7 @@ from core.store.lineage_tree import LineageEntry, lineage_of
 from core.store.pairing import PairingStore
 from core.store.people.store import PeopleStore
 from core.store.queue_retention import QueuePruned
+from core.store.reads import EngineReads, Reads, SqliteReads
 from core.store.records import (
     Accepted,
     InboxItem,
@@ -78,13 +79,18 @@ class SessionDB:
             if path is not None
             else SqlAlchemyRunner(self._engines.write)
         )
+        self._reads: Reads = (
+            SqliteReads(path, busy_timeout_ms=busy_timeout_ms)
+            if path is not None
+            else EngineReads(self._engines.read)
+        )
         self._health = StoreHealth(probe_max_seconds=probe_max_seconds)
         self._writer = GroupWriter(
             runner, max_batch=max_batch, health=self._health, path=path, probe=write_probe
         )
         self._stack = AsyncExitStack()
         self.search = SearchStore(self._engines.read, self._writer if path else None)
-        self.reviews = ReviewStore(self._engines.read, self._writer)
+        self.reviews = ReviewStore(self._engines.read, self._writer, self._reads)
         self.curator = CuratorStore(self._engines.read, self._writer)
         self.cron = CronStore(self._engines.read, self._writer)
         self.pairing = PairingStore(self._engines.read, self._writer)
@@ -110,7 +116,10 @@ class SessionDB:
         try:
             await self._stack.aclose()
         finally:
-            await self._engines.dispose()
+            try:
+                await self._reads.close()
+            finally:
+                await self._engines.dispose()
 
     @property
     def health(self) -> StoreHealth:
@@ -167,8 +176,7 @@ class SessionDB:
 
     # sessions
     async def active_session(self, key: str) -> SessionRow | None:
-        async with self._engines.read.connect() as conn:
-            return await session_ops.active(conn, key)
+        return await self._reads.run(lambda tx: session_ops.active(tx, key))
 
     async def session(self, session_id: str) -> SessionRow | None:
         async with self._engines.read.connect() as conn:
@@ -208,8 +216,7 @@ class SessionDB:
         await self.write(lambda tx: lineage.record_detached(tx, row, messages))
 
     async def history(self, session_id: str) -> list[StoredMessage]:
-        async with self._engines.read.connect() as conn:
-            return await session_ops.history(conn, session_id)
+        return await self._reads.run(lambda tx: session_ops.history(tx, session_id))
 
     async def tool_results(self, session_id: str, tool_name: str) -> list[str | None]:
         async with self._engines.read.connect() as conn:

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.record import record
 from core.store import prompts
+from core.store.reads import Reads
 from core.store.schema import reviews
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
@@ -70,9 +71,10 @@ class ReviewOutcome:
 class ReviewStore:
     """Every read and write of ``reviews`` rows."""
 
-    def __init__(self, read: AsyncEngine, writer: Writer) -> None:
+    def __init__(self, read: AsyncEngine, writer: Writer, reads: Reads) -> None:
         self._read = read
         self._writer = writer
+        self._reads = reads
 
     async def schedule(
         self, *, session_id: str, session_key: str, kinds: str, at_message_count: int, at: float
@@ -106,8 +108,7 @@ class ReviewStore:
     async def marks(self, session_id: str) -> dict[str, int]:
         """Per kind, the transcript length when the session's last review of it was
         scheduled."""
-        async with self._read.connect() as conn:
-            return await marks(conn, session_id)
+        return await self._reads.run(lambda tx: marks(tx, session_id))
 
     async def unfinished(self) -> list[ReviewRow]:
         """Reviews scheduled (or started) before a restart that never finished, oldest
@@ -206,18 +207,18 @@ async def transcript(conn: AsyncConnection, review_id: int) -> list[dict[str, An
     return messages
 
 
-async def marks(conn: AsyncConnection, session_id: str) -> dict[str, int]:
-    """Per kind, the transcript length when the session's last review of it was scheduled."""
-    stmt = (
-        select(reviews.c.kinds, reviews.c.at_message_count)
-        .where(reviews.c.session_id == session_id)
-        .order_by(reviews.c.id.desc())
-        .limit(50)
-    )
+_MARKS = (
+    "SELECT kinds, at_message_count FROM reviews WHERE session_id = :id ORDER BY id DESC LIMIT 50"
+)
+
+
+def marks(tx: Tx, session_id: str) -> dict[str, int]:
+    """Per kind, the transcript length when the session's last review of it was scheduled
+    (a read: ``core.store.reads``)."""
     found: dict[str, int] = {}
-    for row in await conn.execute(stmt):
-        for kind in row.kinds.split(","):
-            found.setdefault(kind, row.at_message_count)
+    for row in tx.fetch(_MARKS, {"id": session_id}):
+        for kind in row["kinds"].split(","):
+            found.setdefault(kind, row["at_message_count"])
     return found
 
 

@@ -69,10 +69,10 @@ def end(tx: Tx, session_id: str, reason: str, at: float) -> None:
     tx.execute(_END, {"id": session_id, "reason": reason, "at": at})
 
 
-async def active(conn: AsyncConnection, key: str) -> SessionRow | None:
-    """The session currently open for ``key``, if any."""
-    row = (await conn.execute(text(_ACTIVE), {"key": key})).one_or_none()
-    return session_from_row(row._mapping) if row is not None else None
+def active(tx: Tx, key: str) -> SessionRow | None:
+    """The session currently open for ``key``, if any (a read: ``core.store.reads``)."""
+    rows = tx.fetch(_ACTIVE, {"key": key})
+    return session_from_row(rows[0]) if rows else None
 
 
 async def get(conn: AsyncConnection, session_id: str) -> SessionRow | None:
@@ -80,37 +80,33 @@ async def get(conn: AsyncConnection, session_id: str) -> SessionRow | None:
     return session_from_row(row._mapping) if row is not None else None
 
 
-async def history(conn: AsyncConnection, session_id: str) -> list[StoredMessage]:
-    """The session's transcript in order, as the model will see it again."""
-    rows = await conn.execute(
-        select(
-            messages.c.id,
-            messages.c.role,
-            messages.c.content,
-            messages.c.api_content,
-            messages.c.tool_calls,
-            messages.c.tool_call_id,
-            messages.c.tool_name,
-            messages.c.media,
-            messages.c.user_id,
-        )
-        .where(messages.c.session_id == session_id)
-        .order_by(messages.c.id)
-    )
+_HISTORY = (
+    "SELECT id, role, content, api_content, tool_calls, tool_call_id, tool_name, media,"
+    " user_id FROM messages WHERE session_id = :id ORDER BY id"
+)
+
+
+def history(tx: Tx, session_id: str) -> list[StoredMessage]:
+    """The session's transcript in order, as the model will see it again (a read:
+    ``core.store.reads``). JSON columns arrive as text from either database."""
     return [
         StoredMessage(
-            id=r.id,
-            role=r.role,
-            content=r.content,
-            api_content=r.api_content,
-            tool_calls=r.tool_calls,
-            tool_call_id=r.tool_call_id,
-            tool_name=r.tool_name,
-            media=refs_from_json(r.media) if r.media else (),
-            user_id=r.user_id,
+            id=r["id"],
+            role=r["role"],
+            content=r["content"],
+            api_content=r["api_content"],
+            tool_calls=_json(r["tool_calls"]),
+            tool_call_id=r["tool_call_id"],
+            tool_name=r["tool_name"],
+            media=refs_from_json(r["media"]) if r["media"] else (),
+            user_id=r["user_id"],
         )
-        for r in rows
+        for r in tx.fetch(_HISTORY, {"id": session_id})
     ]
+
+
+def _json(stored: Any) -> Any:
+    return json.loads(stored) if isinstance(stored, str) else stored
 
 
 async def tool_results(conn: AsyncConnection, session_id: str, tool_name: str) -> list[str | None]:
