@@ -26,12 +26,26 @@ from core.tools import ToolRegistry
 THAWED = 64
 
 
+class _LastFrozen:
+    """The last list ``freeze`` encoded, with its JSON, as one pair (threads may open
+    sessions at once). The registry hands out the same spec objects until a tool comes
+    or goes, and a spec is never changed in place (``thaw``), so a session opened with
+    the same objects gets the same text without every schema being encoded again."""
+
+    pair: tuple[tuple[ToolSpec, ...], str] = ((), "[]")
+
+
 def freeze(specs: Sequence[ToolSpec]) -> str:
     """``specs`` as the JSON a session row keeps."""
-    return json.dumps(
+    held, text = _LastFrozen.pair
+    if len(held) == len(specs) and all(a is b for a, b in zip(held, specs, strict=True)):
+        return text
+    text = json.dumps(
         [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs],
         ensure_ascii=False,
     )
+    _LastFrozen.pair = (tuple(specs), text)
+    return text
 
 
 @lru_cache(maxsize=THAWED)

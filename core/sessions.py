@@ -23,7 +23,7 @@ from core.hooks import TurnHooks
 from core.messages import InboundMessage
 from core.models.base import ModelClient
 from core.people.marks import ForgetMarks, key_digest
-from core.prompt.builder import CallerContext, PromptBuilder, PromptContext
+from core.prompt.builder import CallerContext, PromptBuilder, PromptContext, PromptParts
 from core.session_cache import SessionCache
 from core.session_state import SessionState
 from core.session_tools import SessionTools, ToolOffer, freeze, place_of
@@ -150,18 +150,25 @@ class SessionKeeper:
         place = ToolPlace(msg.platform, msg.chat_id, msg.route)
         specs = self._tools.offered(place, tool_names)
         names = [s.name for s in specs]
-        parts = self._prompts.build(
-            PromptContext(
-                session_id=session_id,
-                platform=msg.platform,
-                provider=model.provider,
-                model=model.model,
-                started_at=now,
-                tool_names=names,
-                caller=caller or self._caller_context_for(msg),
-                memory_blocks=await asyncio.to_thread(self._hooks.blocks, msg, names),
+        caller = caller or self._caller_context_for(msg)
+
+        def build() -> tuple[PromptParts, str]:
+            # Reads the memory files, SOUL.md and any workspace context: off the loop.
+            parts = self._prompts.build(
+                PromptContext(
+                    session_id=session_id,
+                    platform=msg.platform,
+                    provider=model.provider,
+                    model=model.model,
+                    started_at=now,
+                    tool_names=names,
+                    caller=caller,
+                    memory_blocks=self._hooks.blocks(msg, names),
+                )
             )
-        )
+            return parts, freeze(specs)
+
+        parts, frozen = await asyncio.to_thread(build)
         return SessionRow(
             id=session_id,
             session_key=key,
@@ -176,7 +183,7 @@ class SessionKeeper:
             model=model.model,
             system_prompt=parts.join(),
             prompt_tiers=parts.sizes(),
-            tool_specs=freeze(specs),
+            tool_specs=frozen,
             parent_session_id=parent_id,
             message_count=message_count,
         )

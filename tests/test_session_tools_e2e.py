@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from core.models.base import ToolSpec
+from core.session_tools import freeze, thaw
 from core.store.schema import prompts, sessions
 from core.tools import ToolContext
 from gateway.features.search import GUIDANCE as SEARCH_GUIDANCE
@@ -136,3 +137,17 @@ async def test_a_session_from_before_frozen_lists_freezes_its_list_at_its_next_t
     assert "mcp_probe_ping" in tool_names(upgraded)  # frozen from what was offered then
     assert tool_bytes(again) == tool_bytes(upgraded)
     assert [json.loads(row.body)[-1]["name"] for row in stored] == ["mcp_probe_ping"]
+
+
+def test_a_frozen_list_is_encoded_again_whenever_the_tools_change() -> None:
+    ping, pong = ProbeTool().spec, ProbeTool("mcp_probe_pong").spec
+    first = freeze([ping])
+    assert json.loads(first) == [
+        {"name": ping.name, "description": ping.description, "parameters": ping.parameters}
+    ]
+    assert freeze([ping]) == first
+    assert [s.name for s in thaw(freeze([ping, pong]))] == [ping.name, pong.name]
+    # An equal list of other objects (a registry rebuilt) is encoded, not assumed.
+    renamed = ToolSpec(ping.name, "Ping it again.", ping.parameters)
+    assert thaw(freeze([renamed]))[0].description == "Ping it again."
+    assert freeze([]) == "[]"
