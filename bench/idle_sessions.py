@@ -2,18 +2,20 @@
 spoke once.
 
 Starts the gateway (offline model, SQLite, a temporary home, ``--idle-worker-seconds``
-so each chat's worker exits soon after its turn), warms it with ``--warmup`` chats,
-notes its resident memory (``VmRSS``) and the bytes ``state.db`` uses (pages in use,
-WAL included), then has ``--chats`` new chats send one message each over
-``--concurrency`` connections. Memory is read right after the last reply and again once
-every chat's worker has exited and its transcript left memory
+so each chat's worker exits soon after its turn) and warms it with ``--warmup`` chats.
+Once they are idle, each warm chat comes back for a second turn: its session,
+transcript and review marks are read from ``state.db`` again, and the rate of those
+turns is printed. Then it notes its resident memory (``VmRSS``) and the bytes
+``state.db`` uses (pages in use, WAL included), and has ``--chats`` new chats send one
+message each over ``--concurrency`` connections. Memory is read right after the last
+reply and again once every chat's worker has exited and its transcript left memory
 (``chatgate_active_sessions`` and ``chatgate_cached_sessions`` 0): the second figure,
 minus the warm one, divided by the chats, is what an idle chat costs; likewise the
 database's growth per session, with the tables that grew most. Last, with the gateway
 stopped, the delivery queue is pruned as ``retention.queue_days`` will once the week has
 passed (``SessionDB.prune_queue``), and what an idle session costs after that is printed
-too: the pages the prune freed are shared out over every chat, warm ones included, as
-each spoke once.
+too: the pages the prune freed are shared out over every handled message, and an idle
+session sent one.
 
     .venv/bin/python bench/idle_sessions.py [--chats 100000] [--concurrency 50]
 """
@@ -43,24 +45,25 @@ from core.store.queue_retention import QueuePruned  # noqa: E402
 LANES_TIMEOUT_SECONDS = 120.0
 
 
-async def _one_chat_each(poster: RawPoster, target: Target, chats: range) -> None:
+async def _one_chat_each(poster: RawPoster, target: Target, chats: range, turn: int) -> None:
     for chat in chats:
-        message_id = f"idle-{chat}"
+        message_id = f"idle-{chat}" if turn == 0 else f"idle-{chat}-{turn}"
         body = {"chat_id": f"idle-{chat}", "user_id": f"u{chat}", "text": "hello"}
         payload = json.dumps({**body, "message_id": message_id}).encode()
         status, answer = await poster.post(target.path, payload, {})
         check_reply(status, answer, message_id)
 
 
-async def drive(target: Target, first: int, count: int, concurrency: int) -> float:
-    """``count`` chats from ``first`` on, one turn each; returns turns per second."""
+async def drive(target: Target, first: int, count: int, concurrency: int, turn: int = 0) -> float:
+    """``count`` chats from ``first`` on, one turn each (their ``turn``-th, from 0);
+    returns turns per second."""
     posters = [RawPoster(target.host, target.port) for _ in range(concurrency)]
     stop = first + count
     started = time.perf_counter()
     try:
         await asyncio.gather(
             *(
-                _one_chat_each(p, target, range(first + i, stop, concurrency))
+                _one_chat_each(p, target, range(first + i, stop, concurrency), turn)
                 for i, p in enumerate(posters)
             )
         )
@@ -123,6 +126,8 @@ def run(home: Path, args: argparse.Namespace) -> None:
         assert pid is not None
         asyncio.run(drive(target, 0, args.warmup, args.concurrency))
         wait_lanes_idle(server.url)
+        back = asyncio.run(drive(target, 0, args.warmup, args.concurrency, turn=1))
+        wait_lanes_idle(server.url)
         warm = rss_mib(pid)
         warm_db, warm_tables = db_bytes(home / "state.db")
         rate = asyncio.run(drive(target, args.warmup, args.chats, args.concurrency))
@@ -136,12 +141,13 @@ def run(home: Path, args: argparse.Namespace) -> None:
     pruned_db, _ = db_bytes(home / "state.db")
     per_chat = (idle - warm) * 1024 * 1024 / args.chats
     print(f"{args.chats} chats, one turn each, at {rate:.0f} turns/s ({args.concurrency} at once)")
+    print(f"{args.warmup} idle chats back for a second turn at {back:.0f} turns/s")
     print(f"RSS warm ({args.warmup} chats):       {warm:8.1f} MiB")
     print(f"RSS after the last reply:      {loaded:8.1f} MiB")
     print(f"RSS with every worker exited:  {idle:8.1f} MiB (after {waited:.0f} s)")
     print(f"per idle chat:                 {per_chat:8.0f} bytes")
     per_session = (idle_db - warm_db) / args.chats
-    freed = (idle_db - pruned_db) / (args.warmup + args.chats)
+    freed = (idle_db - pruned_db) / max(pruned.messages, 1)  # one message a session
     print(f"state.db per idle session:     {per_session:8.0f} bytes")
     print(
         f"  once the queue is pruned:      {per_session - freed:8.0f} bytes "
