@@ -93,7 +93,7 @@ class SessionDB:
         self.reviews = ReviewStore(self._engines.read, self._writer, self._reads)
         self.curator = CuratorStore(self._engines.read, self._writer)
         self.cron = CronStore(self._engines.read, self._writer)
-        self.pairing = PairingStore(self._engines.read, self._writer)
+        self.pairing = PairingStore(self._engines.read, self._writer, self._reads)
         self.approvals = ApprovalStore(self._engines.read, self._writer)
         self.people = PeopleStore(self._engines.read, self._writer, sqlite_file=path)
         self.usage = UsageStore(self._engines.read, self._writer)

@@ -13,9 +13,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.record import record
+from core.store.reads import Reads
 from core.store.schema import paired_people, pairing_requests
 from core.store.tx import Tx, insert_sql
 from core.store.writer import Writer
+
+_PAIRED = "SELECT 1 FROM paired_people WHERE platform = :platform AND user_id = :user_id"
 
 Opened = Literal["opened", "too_soon", "full"]
 Approval = Literal["approved", "unknown", "locked", "self"]
@@ -68,17 +71,16 @@ class Limits:
 class PairingStore:
     """Every read and write of the pairing tables."""
 
-    def __init__(self, read: AsyncEngine, writer: Writer) -> None:
+    def __init__(self, read: AsyncEngine, writer: Writer, reads: Reads) -> None:
         self._read = read
         self._writer = writer
+        self._reads = reads
 
     async def is_paired(self, platform: str, user_id: str) -> bool:
-        """Whether an owner approved this person on this platform."""
-        stmt = select(paired_people.c.user_id).where(
-            paired_people.c.platform == platform, paired_people.c.user_id == user_id
-        )
-        async with self._read.connect() as conn:
-            return (await conn.execute(stmt)).first() is not None
+        """Whether an owner approved this person on this platform (asked for every
+        message of a gated chat: a read in one hand-over, ``core.store.reads``)."""
+        params = {"platform": platform, "user_id": user_id}
+        return await self._reads.run(lambda tx: tx.scalar(_PAIRED, params) is not None)
 
     async def people(self, platform: str | None = None) -> list[PairedPerson]:
         """The people let in through pairing, oldest first."""
