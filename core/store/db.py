@@ -96,7 +96,7 @@ class SessionDB:
         self.pairing = PairingStore(self._engines.read, self._writer, self._reads)
         self.approvals = ApprovalStore(self._engines.read, self._writer)
         self.people = PeopleStore(self._engines.read, self._writer, sqlite_file=path)
-        self.usage = UsageStore(self._engines.read, self._writer)
+        self.usage = UsageStore(self._engines.read, self._writer, self._reads)
         self.audit = AuditStore(self._engines.read, self._writer)
 
     async def __aenter__(self) -> SessionDB:

@@ -13,10 +13,11 @@ import secrets
 from collections.abc import Collection
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, case, func, select
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.record import record
+from core.store.reads import Reads
 from core.store.tx import Tx, insert_sql
 from core.store.usage_schema import usage
 from core.store.writer import Writer
@@ -93,6 +94,31 @@ _CLAIM = insert_sql(
 )
 
 
+_USED = (
+    "SELECT coalesce(sum(CASE WHEN at >= :day THEN input_tokens + output_tokens ELSE 0 END),"
+    " 0) AS day_tokens,"
+    " coalesce(sum(CASE WHEN at >= :day THEN cost ELSE 0.0 END), 0.0) AS day_cost,"
+    " coalesce(sum(input_tokens + output_tokens), 0) AS month_tokens,"
+    " coalesce(sum(cost), 0.0) AS month_cost"
+    " FROM usage WHERE at >= :month"
+)
+
+
+def _used_sql(scope: Scope) -> tuple[str, dict[str, Any]]:
+    """``_USED`` narrowed to ``scope``, with its parameters (the periods' left to add)."""
+    sql, params = [_USED], dict[str, Any]()
+    for column in ("chat_key", "person", "platform"):
+        value = getattr(scope, column)
+        if value is not None:
+            sql.append(f" AND {column} = :{column}")
+            params[column] = value
+    if scope.kinds is not None:
+        names = [f"kind{n}" for n in range(len(scope.kinds))]
+        sql.append(f" AND kind IN ({', '.join(':' + n for n in names)})")
+        params.update(zip(names, scope.kinds, strict=True))
+    return "".join(sql), params
+
+
 def _where(scope: Scope) -> list[ColumnElement[bool]]:
     t = usage.c
     found: list[ColumnElement[bool]] = []
@@ -110,9 +136,10 @@ def _where(scope: Scope) -> list[ColumnElement[bool]]:
 class UsageStore:
     """See the module docstring."""
 
-    def __init__(self, read: AsyncEngine, writer: Writer) -> None:
+    def __init__(self, read: AsyncEngine, writer: Writer, reads: Reads) -> None:
         self._read = read
         self._writer = writer
+        self._reads = reads
 
     def add(self, record: UsageRecord) -> asyncio.Future[None]:
         """Queue one model call's usage for the next commit; the future settles after it
@@ -122,19 +149,17 @@ class UsageStore:
         return self._writer.submit(lambda tx: tx.execute(_INSERT, params), later=True)
 
     async def used(self, scope: Scope, *, day_start: float, month_start: float) -> Used:
-        """What ``scope`` used since ``day_start`` and since ``month_start``."""
-        t = usage.c
-        tokens = t.input_tokens + t.output_tokens
-        today = t.at >= day_start
-        stmt = select(
-            func.coalesce(func.sum(case((today, tokens), else_=0)), 0),
-            func.coalesce(func.sum(case((today, t.cost), else_=0.0)), 0.0),
-            func.coalesce(func.sum(tokens), 0),
-            func.coalesce(func.sum(t.cost), 0.0),
-        ).where(and_(t.at >= month_start, *_where(scope)))
-        async with self._read.connect() as conn:
-            row = (await conn.execute(stmt)).one()
-        return Used(int(row[0]), float(row[1]), int(row[2]), float(row[3]))
+        """What ``scope`` used since ``day_start`` and since ``month_start`` (asked before
+        every turn while a budget is set: a read in one hand-over, ``core.store.reads``)."""
+        sql, params = _used_sql(scope)
+        params.update(day=day_start, month=month_start)
+        row = (await self._reads.run(lambda tx: tx.fetch(sql, params)))[0]
+        return Used(
+            int(row["day_tokens"]),
+            float(row["day_cost"]),
+            int(row["month_tokens"]),
+            float(row["month_cost"]),
+        )
 
     async def totals(
         self, scope: Scope, *, since: float, until: float | None = None, by: str | None = None
