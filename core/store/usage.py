@@ -72,6 +72,14 @@ class Used:
     month_tokens: int = 0
     month_cost: float = 0.0
 
+    def plus(self, more: Used) -> Used:
+        return Used(
+            self.day_tokens + more.day_tokens,
+            self.day_cost + more.day_cost,
+            self.month_tokens + more.month_tokens,
+            self.month_cost + more.month_cost,
+        )
+
 
 @record
 class Total:
@@ -99,13 +107,15 @@ _USED = (
     " 0) AS day_tokens,"
     " coalesce(sum(CASE WHEN at >= :day THEN cost ELSE 0.0 END), 0.0) AS day_cost,"
     " coalesce(sum(input_tokens + output_tokens), 0) AS month_tokens,"
-    " coalesce(sum(cost), 0.0) AS month_cost"
-    " FROM usage WHERE at >= :month"
+    " coalesce(sum(cost), 0.0) AS month_cost,"
+    " (SELECT coalesce(max(id), 0) FROM usage) AS last_id"
+    " FROM usage WHERE at >= :month AND id > :after"
 )
 
 
 def _used_sql(scope: Scope) -> tuple[str, dict[str, Any]]:
-    """``_USED`` narrowed to ``scope``, with its parameters (the periods' left to add)."""
+    """``_USED`` narrowed to ``scope``, with its parameters (the periods' and the first
+    id's left to add)."""
     sql, params = [_USED], dict[str, Any]()
     for column in ("chat_key", "person", "platform"):
         value = getattr(scope, column)
@@ -148,18 +158,23 @@ class UsageStore:
         params = {name: getattr(record, name) for name in _COLUMNS}
         return self._writer.submit(lambda tx: tx.execute(_INSERT, params), later=True)
 
-    async def used(self, scope: Scope, *, day_start: float, month_start: float) -> Used:
-        """What ``scope`` used since ``day_start`` and since ``month_start`` (asked before
-        every turn while a budget is set: a read in one hand-over, ``core.store.reads``)."""
+    async def used_after(
+        self, scope: Scope, *, day_start: float, month_start: float, after_id: int = 0
+    ) -> tuple[Used, int]:
+        """What ``scope`` used since ``day_start`` and since ``month_start`` in the rows
+        after ``after_id`` (0: all of them), and the newest row's id, read together (a
+        read in one hand-over, ``core.store.reads``; ``core.usage.budgets`` keeps the
+        running sums)."""
         sql, params = _used_sql(scope)
-        params.update(day=day_start, month=month_start)
+        params.update(day=day_start, month=month_start, after=after_id)
         row = (await self._reads.run(lambda tx: tx.fetch(sql, params)))[0]
-        return Used(
+        used = Used(
             int(row["day_tokens"]),
             float(row["day_cost"]),
             int(row["month_tokens"]),
             float(row["month_cost"]),
         )
+        return used, int(row["last_id"])
 
     async def totals(
         self, scope: Scope, *, since: float, until: float | None = None, by: str | None = None

@@ -6,10 +6,19 @@ review, the curator and cron, which are never charged to a chat. A piece of work
 start while the used amount is below every limit that applies to it; once one is
 reached, ``Budgets`` names it and when it resets. Limits left out do not apply, and with
 none set no usage is read at all.
+
+What a scope used is kept as running sums (``RunningSums``): summed from the rows once,
+then advanced by the rows added since the newest id seen, so a check costs the rows
+written since the last one rather than the whole month's (100,000 usage rows took about
+a tenth of a second to sum for the gateway's scope). They are summed again from the rows
+at each new day and every ``RESEED_SECONDS``: a forgetting deletes a person's usage
+rows, and on PostgreSQL replicas may commit ids out of order, so for at most that long a
+scope may count a forgotten call or miss another replica's call committed late.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import field
 from typing import Literal
@@ -85,11 +94,63 @@ class _Budget:
     limits: Limits
 
 
+RESEED_SECONDS = 60.0
+SUMS_KEPT = 4096  # scopes whose running sums are kept, least recently checked out first
+
+
+@record
+class _Sums:
+    seeded_at: float
+    last_id: int
+    used: Used
+
+
+class RunningSums:
+    """What each scope used this day and month, advanced by the rows added since the
+    last look (module docstring)."""
+
+    def __init__(
+        self,
+        store: UsageStore,
+        clock: Clock,
+        *,
+        reseed_seconds: float = RESEED_SECONDS,
+        kept: int = SUMS_KEPT,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._reseed_seconds = reseed_seconds
+        self._kept = kept
+        self._sums: OrderedDict[tuple[Scope, float, float], _Sums] = OrderedDict()
+
+    async def used(self, scope: Scope, *, day_start: float, month_start: float) -> Used:
+        key = (scope, day_start, month_start)
+        now = self._clock.now()
+        held = self._sums.get(key)
+        found: _Sums | None = None
+        if held is not None and 0 <= now - held.seeded_at < self._reseed_seconds:
+            more, last_id = await self._store.used_after(
+                scope, day_start=day_start, month_start=month_start, after_id=held.last_id
+            )
+            if last_id >= held.last_id:  # else the newest rows were deleted: sum again
+                found = _Sums(held.seeded_at, last_id, held.used.plus(more))
+        if found is None:
+            used, last_id = await self._store.used_after(
+                scope, day_start=day_start, month_start=month_start
+            )
+            found = _Sums(now, last_id, used)
+        self._sums[key] = found
+        self._sums.move_to_end(key)
+        while len(self._sums) > self._kept:
+            self._sums.popitem(last=False)
+        return found.used
+
+
 class Budgets:
     """See the module docstring."""
 
     def __init__(self, store: UsageStore, rules: BudgetRules, calendar: Calendar, clock: Clock):
-        self._store = store
+        self._sums = RunningSums(store, clock)
         self._rules = rules
         self.calendar = calendar
         self._clock = clock
@@ -151,9 +212,7 @@ class Budgets:
         for budget in budgets:
             if not budget.limits.any:
                 continue
-            used = await self._store.used(
-                budget.scope, day_start=day.start, month_start=month.start
-            )
+            used = await self._sums.used(budget.scope, day_start=day.start, month_start=month.start)
             for key in LIMIT_KEYS:
                 limit = getattr(budget.limits, key)
                 if limit is not None and _amount(used, key) >= limit:
