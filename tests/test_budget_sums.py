@@ -5,8 +5,8 @@ forgetting's deleted rows stop counting within ``RESEED_SECONDS``."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
