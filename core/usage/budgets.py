@@ -10,10 +10,11 @@ none set no usage is read at all.
 What a scope used is kept as running sums (``RunningSums``): summed from the rows once,
 then advanced by the rows added since the newest id seen, so a check costs the rows
 written since the last one rather than the whole month's (``bench/budget_check.py``:
-32 ms a check for the gateway's scope with 100,000 rows this month, 0.3 ms now). They are summed again from the rows
-at each new day and every ``RESEED_SECONDS``: a forgetting deletes a person's usage
-rows, and on PostgreSQL replicas may commit ids out of order, so for at most that long a
-scope may count a forgotten call or miss another replica's call committed late.
+32 ms a check for the gateway's scope with 100,000 rows this month, 0.3 ms now). They
+are summed again from the rows at each new day and every ``RESEED_SECONDS``: a
+forgetting deletes a person's usage rows, and on PostgreSQL replicas may commit ids out
+of order, so for at most that long a scope may count a forgotten call or miss another
+replica's call committed late.
 """
 
 from __future__ import annotations
