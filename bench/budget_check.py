@@ -28,11 +28,10 @@ if str(ROOT) not in sys.path:  # run as a script: make the ``bench`` package imp
 
 from core.clock import SystemClock  # noqa: E402
 from core.store.db import SessionDB  # noqa: E402
-from core.store.engine import create_engines  # noqa: E402
+from core.store.schema_version import upgrade_schema  # noqa: E402
 from core.store.tx import Tx, insert_sql  # noqa: E402
 from core.store.usage import Scope, UsageRecord  # noqa: E402
 from core.usage.budgets import RunningSums  # noqa: E402
-from migrations.runner import upgrade  # noqa: E402
 
 MONTH_SECONDS = 30 * 86_400
 
@@ -85,11 +84,7 @@ async def timed(
 
 async def run(home: Path, args: argparse.Namespace) -> None:
     url = f"sqlite:///{home / 'state.db'}"
-    engines = create_engines(url)
-    try:
-        await upgrade(engines.write)
-    finally:
-        await engines.dispose()
+    await upgrade_schema(url)
     now = time.time()
     month_start, day_start = now - MONTH_SECONDS, now - 86_400
     async with SessionDB(url) as db:

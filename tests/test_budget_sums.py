@@ -14,11 +14,10 @@ from sqlalchemy import delete
 
 from core.clock import ManualClock
 from core.store.db import SessionDB
-from core.store.engine import create_engines
+from core.store.schema_version import upgrade_schema
 from core.store.usage import Scope, UsageRecord, Used
 from core.store.usage_schema import usage
 from core.usage.budgets import RESEED_SECONDS, RunningSums
-from migrations.runner import upgrade
 from tests.direct_sql import DirectSql
 
 MONTH = 1_780_000_000.0
@@ -30,11 +29,7 @@ SCOPES = (Scope(), CHAT, Scope(person="webhook:alice", kinds=("turn",)), Scope(p
 @pytest.fixture
 async def url(tmp_path: Path) -> str:
     found = f"sqlite:///{tmp_path / 'state.db'}"
-    engines = create_engines(found)
-    try:
-        await upgrade(engines.write)
-    finally:
-        await engines.dispose()
+    await upgrade_schema(found)
     return found
 
 

@@ -15,18 +15,14 @@ from core.store.db import SessionDB
 from core.store.engine import create_engines
 from core.store.reads import EngineReads, SqliteReads
 from core.store.records import TurnOutcome
-from migrations.runner import upgrade
+from core.store.schema_version import upgrade_schema
 from tests.test_store import T0, message, session_row, user_and_reply
 
 
 @pytest.fixture
 async def path(tmp_path: Path) -> str:
     file = str(tmp_path / "state.db")
-    engines = create_engines(f"sqlite:///{file}")
-    try:
-        await upgrade(engines.write)
-    finally:
-        await engines.dispose()
+    await upgrade_schema(f"sqlite:///{file}")
     return file
 
 
